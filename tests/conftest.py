@@ -1,0 +1,35 @@
+"""Shared test helpers: where the repository is, how to start its modules in real subprocesses."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+H200_TRACE = FIXTURES / "h200_dit_stack.pt.trace.json.gz"
+
+
+def subprocess_env(**overrides: str) -> dict[str, str]:
+    """Environment for a child Python that imports this checkout's `lightx2v`, installed or not."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(overrides)
+    return env
+
+
+def free_port() -> int:
+    """A TCP port that was free on 127.0.0.1 a moment ago."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def python() -> str:
+    return sys.executable

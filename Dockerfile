@@ -9,12 +9,14 @@
 ARG BASE_IMAGE=pytorch/pytorch:2.11.0-cuda13.0-cudnn9-runtime
 FROM ${BASE_IMAGE}
 
-# Defaults for everything docker/supervisord.conf and the profiler read; compose.yaml overrides some.
+# Defaults for everything docker/supervisord.conf and its programs read; compose.yaml overrides some.
 # TENSORBOARD_PORT / TRACE_BROWSER_PORT are the listen ports inside the container;
 # LIGHTX2V_TENSORBOARD_PORT is the port printed in hints (compose passes the host port there).
+# supervisord's socket and pid file go to /tmp, writable by whichever user the entrypoint picks.
 ENV PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    LIGHTX2V_SUPERVISOR_RUN_DIR=/tmp \
     TENSORBOARD_PORT=16006 \
     LIGHTX2V_TENSORBOARD_PORT=16006 \
     TRACE_BROWSER_PORT=9001 \

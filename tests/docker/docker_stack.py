@@ -63,23 +63,36 @@ class Stack:
     env: dict[str, str]
     tb_port: int
     browser_port: int
-    up_to_healthy: float = 0.0
+    up_started: float = 0.0  # time.monotonic() at `compose up`
+    healthy_at: float = 0.0  # time.monotonic() when `compose up --wait` returned
+
+    def compose_cmd(self, *args: str) -> list[str]:
+        files = [self.project / "compose.yaml", self.project / "tests" / "docker" / "compose.ci.yaml"]
+        return [
+            tool("docker-compose"),
+            "--project-name",
+            self.name,
+            *(a for f in files for a in ("--file", str(f))),
+            *args,
+        ]
 
     def compose(self, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
-        cmd = [
-            tool("docker-compose"),
-            "--project-name", self.name,
-            "--file", str(self.project / "compose.yaml"),
-            "--file", str(self.project / "tests" / "docker" / "compose.ci.yaml"),
-            *args,
-        ]  # fmt: skip
-        result = subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=timeout)
+        result = subprocess.run(self.compose_cmd(*args), env=self.env, capture_output=True, text=True, timeout=timeout)
         if check and result.returncode != 0:
             raise AssertionError(f"docker-compose {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
         return result
 
     def exec(self, *cmd: str, timeout: float = 300) -> subprocess.CompletedProcess:
         return self.compose("exec", "-T", SERVICE, *cmd, timeout=timeout)
+
+    def exec_in_background(self, *cmd: str) -> subprocess.Popen:
+        return subprocess.Popen(
+            self.compose_cmd("exec", "-T", SERVICE, *cmd),
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
 
     def container_ids(self, all_states: bool = True) -> list[str]:
         args = ["ps", "-q", "--filter", f"label=com.docker.compose.project={self.name}"]
@@ -89,11 +102,13 @@ class Stack:
         (cid,) = self.container_ids()
         return json.loads(self.engine.run("inspect", cid).stdout)[0]
 
+    def get_json(self, port: int, path: str):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
+            return json.load(response)
+
     def runs(self) -> list[str]:
         """Run names the PyTorch Profiler plugin lists, through its HTTP API on loopback."""
-        url = f"http://127.0.0.1:{self.tb_port}/data/plugin/pytorch_profiler/runs"
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return json.load(response)["runs"]
+        return self.get_json(self.tb_port, "/data/plugin/pytorch_profiler/runs")["runs"]
 
     def logs(self) -> str:
         result = self.compose("logs", "--no-color", check=False)

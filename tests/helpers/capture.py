@@ -38,7 +38,7 @@ def capture(run_dir: str, worker: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("logdir")
+    parser.add_argument("logdir", nargs="?", default="save_results/torch_profile")
     parser.add_argument("run", nargs="?", default=None)
     parser.add_argument("--worker", default="rank0_test")
     parser.add_argument("--fail", action="store_true")

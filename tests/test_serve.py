@@ -59,9 +59,13 @@ def test_serve_runs_the_stack_and_ctrl_c_stops_it(tmp_path):
         assert f"http://127.0.0.1:{tb}/#pytorch_profiler" in out and f"http://127.0.0.1:{browser}/" in out
         assert f"ssh -N -L {tb}:127.0.0.1:{tb} -L {browser}:127.0.0.1:{browser}" in out
         sock = re.search(r"supervisorctl -s (unix://\S+) status", out).group(1)
-        status = subprocess.run([sys.executable, "-m", "supervisor.supervisorctl", "-s", sock, "status"],
-                                capture_output=True, text=True, timeout=30).stdout
-        assert re.search(r"tensorboard\s+RUNNING", status) and re.search(r"inference\s+EXITED", status)
+
+        def status():
+            return subprocess.run([sys.executable, "-m", "supervisor.supervisorctl", "-s", sock, "status"],
+                                  capture_output=True, text=True, timeout=30).stdout
+
+        wait_until(lambda: re.search(r"tensorboard\s+RUNNING", status()), 30, what="tensorboard RUNNING")
+        assert re.search(r"inference\s+EXITED", status())
 
         subprocess.run([sys.executable, str(CAPTURE), "save_results/torch_profile", "by_hand"], cwd=tmp_path,
                        env=subprocess_env(), check=True, capture_output=True, timeout=300)

@@ -5,9 +5,9 @@ names and code it touches exist), `apply()` changes module attributes or class m
 fails logs one warning naming it and is skipped; TensorBoard then starts with the plugin's own behaviour
 for that part. Nothing of the plugin's source is copied or edited on disk.
 
-The plugin parses traces in `spawn`ed child processes, which import the plugin afresh: fixes to parsing
-(`where="parser"`) are therefore re-applied inside each child, by wrapping the process target the loader
-starts (`_loader_child`). Fixes to the server (`where="server"`) apply once, in TensorBoard's process.
+The plugin parses traces in child processes, which do not share TensorBoard's patched modules: fixes to
+parsing (`where="parser"`) are therefore re-applied inside each child, by wrapping the process target the
+loader starts (`_loader_child`). Fixes to the server (`where="server"`) apply once, in TensorBoard's process.
 """
 
 from __future__ import annotations
@@ -117,20 +117,35 @@ def _check_loader_children() -> str | None:
 def _apply_loader_children() -> None:
     from torch_tb_profiler.profiler import loader
 
-    start_process = loader.Process
+    start_process = _forkserver_process() or loader.Process
 
     def process(*, target, args=(), kwargs=None, **options):
         options["daemon"] = True  # terminated when TensorBoard exits instead of joined
-        return start_process(target=_loader_child,
-                             args=(_parser_fixes, os.getpid(), target, tuple(args), dict(kwargs or {})),
+        return start_process(target=_loader_child, args=(_parser_fixes, target, tuple(args), dict(kwargs or {})),
                              **options)
 
     loader.Process = process
 
 
-def _loader_child(fix_names, parent_pid, target, args, kwargs):
+def _forkserver_process():
+    """Process class of a forkserver that has the plugin's parser imported already, or None.
+
+    0.4.3 `spawn`s a fresh interpreter per trace, which spends ~0.8 s importing the plugin (pandas, ...)
+    before parsing anything. A forkserver pays that once; forking from its single-threaded server is as
+    safe as spawn. Left alone when TORCH_PROFILER_START_METHOD chooses a start method explicitly.
+    """
+    import multiprocessing
+
+    if os.environ.get("TORCH_PROFILER_START_METHOD") or "forkserver" not in multiprocessing.get_all_start_methods():
+        return None
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["torch_tb_profiler.profiler.loader", "lightx2v.tensorboard.patches"])
+    return context.Process
+
+
+def _loader_child(fix_names, target, args, kwargs):
     """Entry point of a trace-parsing child: apply the parser fixes, then run the plugin's own target."""
-    _exit_with_parent(parent_pid)
+    _exit_with_parent()
     for fix in FIXES:
         if fix.name in fix_names:
             try:
@@ -140,11 +155,13 @@ def _loader_child(fix_names, parent_pid, target, args, kwargs):
     return target(*args, **kwargs)
 
 
-def _exit_with_parent(parent_pid: int, interval: float = 0.5) -> None:
-    """Exit this helper process once its parent (TensorBoard) is gone, even after a `kill -9`."""
+def _exit_with_parent(interval: float = 0.5) -> None:
+    """Exit this helper process once its parent is gone (TensorBoard, or the forkserver that dies with it),
+    even after a `kill -9` of TensorBoard."""
+    parent = os.getppid()
 
     def watch():
-        while os.getppid() == parent_pid:
+        while os.getppid() == parent:
             time.sleep(interval)
         os._exit(0)
 
@@ -171,7 +188,7 @@ def _apply_manager() -> None:
 
     def manager():
         started = SyncManager(ctx=multiprocessing.get_context(tb_mp.get_start_method()))
-        started.start(initializer=_exit_with_parent, initargs=(os.getpid(),))
+        started.start(initializer=_exit_with_parent)
         return started
 
     tb_mp.Manager = manager
@@ -273,7 +290,8 @@ FIXES: tuple[Fix, ...] = (
         _check_rescan, _apply_rescan),
     Fix("reload_runs", "files added to or rewritten in an already-loaded run directory are (re)loaded",
         "server", _check_monitor, _apply_monitor),
-    Fix("loader_children", "trace parsing children get the parser fixes and exit with TensorBoard",
+    Fix("loader_children", "traces are parsed in children forked from a preloaded server (not a fresh "
+        "interpreter each), which get the parser fixes and exit with TensorBoard",
         "server", _check_loader_children, _apply_loader_children),
     Fix("manager_exits", "the plugin's cache manager process exits with TensorBoard", "server",
         _check_manager, _apply_manager),

@@ -118,7 +118,7 @@ def bench_listing(trace: Path, work: Path, captures: int) -> dict[str, list[floa
                     raise RuntimeError(f"{name} never listed the warm-up run")
                 time.sleep(0.1)
         for i in range(captures):
-            time.sleep(random.uniform(0.0, 1.0))  # land at a random point of each server's rescan cycle
+            time.sleep(random.uniform(0.0, 10.5))  # land at a random point of stock's 10 s rescan cycle
             run = f"capture{i:02d}"
             landed = land(trace, logdir / run)
 

@@ -98,11 +98,21 @@ def test_logs_reach_stdout_once(stack):
     assert out.count("plugin fixes applied") == 1
 
 
-def test_second_capture_appears_without_restart(stack):
+def test_profiler_capture_appears_without_restart_and_names_the_perfetto_page(stack):
+    """A capture by the real profiler while the stack runs: a new run, and its log points at the trace browser."""
     pid_before = supervisorctl(stack["env"], "pid", "tensorboard").strip()
-    subprocess.run([sys.executable, str(CAPTURE), "save_results/torch_profile", "second_run"], cwd=stack["workdir"],
-                   env=subprocess_env(), check=True, capture_output=True, timeout=300)
-    wait_until(lambda: "second_run" in runs(stack["tb"]), 30, what="the second capture's run")
+    script = ("import torch\n"
+              "from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext\n"
+              "model, x = torch.nn.Linear(32, 32), torch.randn(8, 32)\n"
+              "with TorchTraceProfileContext('second capture') as profile:\n"
+              "    profile.run(model, x)\n")
+    result = subprocess.run([sys.executable, "-c", script], cwd=stack["workdir"], capture_output=True, text=True,
+                            env=subprocess_env(LIGHTX2V_TORCH_PROFILE_DIR="", LIGHTX2V_TORCH_PROFILE="1"),
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert f"Perfetto page: http://127.0.0.1:{stack['browser']}/" in result.stderr
+    new_runs = wait_until(lambda: [r for r in runs(stack["tb"]) if r != "first_run"], 30, what="the second run")
+    assert len(new_runs) == 1 and "second" in new_runs[0]
     assert supervisorctl(stack["env"], "pid", "tensorboard").strip() == pid_before
 
 

@@ -73,7 +73,7 @@ def _apply_rescan() -> None:
 
 # --- (b) files added to / rewritten in an already-loaded run directory are (re)loaded --------------------
 
-_PLUGIN_STATE = ("_runs", "_runs_lock", "_load_lock", "_load_threads", "_queue", "_cache", "_monitor_runs")
+_PLUGIN_STATE = ("logdir", "_runs", "_runs_lock", "_load_lock", "_load_threads", "_queue", "_cache", "_monitor_runs")
 
 
 def _check_monitor() -> str | None:

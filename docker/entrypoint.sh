@@ -20,7 +20,17 @@ project=/workspace/host-project
 name=lightx2v
 
 if [ "$(id -u)" != 0 ]; then
-    # Started with an explicit --user, or restarted after the name was already re-pointed.
+    # Started with an explicit --user, or the container was restarted (`compose stop` + `up`,
+    # `compose restart`) after the name was re-pointed. supervisord reopens /dev/stdout and /dev/stderr for
+    # program logs, and the log pipes Docker made for this start are root-only (0600): relay them through
+    # FIFOs this user owns, or supervisord fails with EACCES "making dispatchers".
+    if [ ! -w /proc/self/fd/1 ] || [ ! -w /proc/self/fd/2 ]; then
+        fifos=$(mktemp -d /tmp/lightx2v-stdio.XXXXXX)
+        mkfifo "$fifos/out" "$fifos/err"
+        cat "$fifos/out" &
+        cat "$fifos/err" >&2 &
+        exec >"$fifos/out" 2>"$fifos/err"
+    fi
     exec "$@"
 fi
 
@@ -45,8 +55,8 @@ sed -i "s|^$name:[^:]*:[0-9]*:[0-9]*:|$name:x:$uid:$gid:|" /etc/passwd
 home="/home/$name"
 mkdir -p "$home"
 chown "$uid:$gid" "$home"
-# supervisord reopens /dev/stdout and /dev/stderr for program logs; Docker's log pipes are root-only (0600),
-# so hand them to the owner as well, or supervisord fails with EACCES "making dispatchers".
+# supervisord reopens /dev/stdout and /dev/stderr for program logs; Docker's log pipes (or the tty) are
+# root-only (0600), so hand them to the owner as well (see the restart case above).
 chown "$uid:$gid" /proc/self/fd/1 /proc/self/fd/2
 export HOME="$home" USER="$name" LOGNAME="$name"
 echo "entrypoint: running as uid $uid gid $gid, the owner of $results" >&2

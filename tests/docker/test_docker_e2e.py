@@ -193,6 +193,20 @@ def test_exec_capture_appears_without_restart(stack):
     assert stack.inspect()["State"]["StartedAt"] == started_at
 
 
+def test_a_stopped_stack_starts_again_as_the_same_user(stack):
+    """`compose stop` then `up` restarts the same container: it now starts as the re-pointed user, with new
+    root-only log pipes; supervisord must still run, and the inference run at start lands owned by uid 1234."""
+    results = stack.project / "save_results"
+    known = set(results.glob(TRACE_GLOB))
+    (container,) = stack.container_ids()
+    stack.compose("stop")
+    result = stack.compose("up", "--detach", "--wait", "--wait-timeout", "120", check=False)
+    assert result.returncode == 0, f"{result.stderr}\n{stack.logs()}"
+    assert stack.container_ids() == [container]
+    land_then_list(stack, results, known, timeout=240)
+    assert owners(results) == {(OWNER_UID, OWNER_GID)}
+
+
 def test_compose_down_stops_cleanly_within_the_grace_period(stack):
     (cid,) = stack.container_ids()
     waiter = subprocess.Popen(["docker", "wait", cid], env=stack.engine.env, stdout=subprocess.PIPE, text=True)

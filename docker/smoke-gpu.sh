@@ -3,7 +3,7 @@
 #
 #   bash docker/smoke-gpu.sh            # from the repository root; needs docker + NVIDIA Container Toolkit
 #
-# The same checks CI runs with a stand-in base (tests/docker/test_docker_e2e.py), plus the GPU ones:
+# The same checks CI runs with a stand-in base (tests/docker_tests/test_docker_e2e.py), plus the GPU ones:
 # build -> `compose up --wait` healthy -> nvidia-smi inside the container -> the default inference's trace
 # lands in ./save_results/torch_profile, owned by the checkout's owner, with CUDA kernels in it, and is
 # listed by TensorBoard on the published loopback port -> a capture through `compose exec` appears without

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from docker_engine import Engine, ensure_standin_base
-from docker_stack import TIMINGS, build, cached_steps, copy_project
+from .engine import Engine, ensure_standin_base
+from .stack import TIMINGS, build, cached_steps, copy_project
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -13,7 +13,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from docker_engine import Engine, tool
+from .engine import Engine, tool
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OWNER_UID = OWNER_GID = 1234  # the "host user" owning the project copy; not root, not in /etc/passwd
@@ -67,7 +67,7 @@ class Stack:
     healthy_at: float = 0.0  # time.monotonic() when `compose up --wait` returned
 
     def compose_cmd(self, *args: str) -> list[str]:
-        files = [self.project / "compose.yaml", self.project / "tests" / "docker" / "compose.ci.yaml"]
+        files = [self.project / "compose.yaml", self.project / "tests" / "docker_tests" / "compose.ci.yaml"]
         return [
             tool("docker-compose"),
             "--project-name",

@@ -13,11 +13,11 @@ import subprocess
 
 import pytest
 
-from docker_engine import tool
-from docker_stack import REPO_ROOT, SERVICE
+from .engine import tool
+from .stack import REPO_ROOT, SERVICE
 
 COMPOSE = REPO_ROOT / "compose.yaml"
-CI_OVERRIDE = REPO_ROOT / "tests" / "docker" / "compose.ci.yaml"
+CI_OVERRIDE = REPO_ROOT / "tests" / "docker_tests" / "compose.ci.yaml"
 DOCKERFILE = REPO_ROOT / "Dockerfile"
 SUPERVISORD_CONF = REPO_ROOT / "docker" / "supervisord.conf"
 SHELL_SCRIPTS = [REPO_ROOT / "docker" / "entrypoint.sh", REPO_ROOT / "docker" / "smoke-gpu.sh"]

@@ -1,7 +1,7 @@
 """End to end with a real Docker engine: build the image, `compose up`, see traces, `compose exec`, `down`.
 
 Everything runs as the user would run it, with host networking on free loopback ports (see
-docker_engine.py); the stand-in base replaces the CUDA PyTorch image that cannot be pulled here.
+engine.py); the stand-in base replaces the CUDA PyTorch image that cannot be pulled here.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from docker_stack import OWNER_GID, OWNER_UID, TIMINGS, Stack, free_port, stack_env
+from .stack import OWNER_GID, OWNER_UID, TIMINGS, Stack, free_port, stack_env
 
 # First test pays for the session fixtures: stand-in base (~2.5 min on a fresh machine) + two builds.
 pytestmark = pytest.mark.timeout(1200)

@@ -81,11 +81,13 @@ class Engine:
         )
         (self.state_dir / "dockerd.pid").write_text(str(self._proc.pid))
         config_dir = Path(self._runtime_dir, "config")
-        config_dir.mkdir()
+        # Compose v5 from PyPI as a CLI plugin, so tests type `docker compose ...` exactly as users do.
+        (config_dir / "cli-plugins").mkdir(parents=True)
+        (config_dir / "cli-plugins" / "docker-compose").symlink_to(tool("docker-compose"))
         self.env = {
             **os.environ,
             "DOCKER_HOST": f"unix://{sock}",
-            # An empty client config: no credential helpers or contexts from the user's ~/.docker.
+            # A client config of our own: no credential helpers or contexts from the user's ~/.docker.
             "DOCKER_CONFIG": str(config_dir),
             "DOCKER_BUILDKIT": "0",  # Debian's engine has no BuildKit builder; the Dockerfile must not need it
         }

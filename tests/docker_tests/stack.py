@@ -13,7 +13,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from .engine import Engine, tool
+from .engine import Engine
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OWNER_UID = OWNER_GID = 1234  # the "host user" owning the project copy; not root, not in /etc/passwd
@@ -69,7 +69,8 @@ class Stack:
     def compose_cmd(self, *args: str) -> list[str]:
         files = [self.project / "compose.yaml", self.project / "tests" / "docker_tests" / "compose.ci.yaml"]
         return [
-            tool("docker-compose"),
+            "docker",
+            "compose",
             "--project-name",
             self.name,
             *(a for f in files for a in ("--file", str(f))),
@@ -79,7 +80,7 @@ class Stack:
     def compose(self, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
         result = subprocess.run(self.compose_cmd(*args), env=self.env, capture_output=True, text=True, timeout=timeout)
         if check and result.returncode != 0:
-            raise AssertionError(f"docker-compose {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+            raise AssertionError(f"docker compose {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
         return result
 
     def exec(self, *cmd: str, timeout: float = 300) -> subprocess.CompletedProcess:

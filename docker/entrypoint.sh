@@ -57,7 +57,11 @@ mkdir -p "$home"
 chown "$uid:$gid" "$home"
 # supervisord reopens /dev/stdout and /dev/stderr for program logs; Docker's log pipes (or the tty) are
 # root-only (0600), so hand them to the owner as well (see the restart case above).
-chown "$uid:$gid" /proc/self/fd/1 /proc/self/fd/2
+for fd in 1 2; do
+    if [ -p "/proc/self/fd/$fd" ] || [ -t "$fd" ]; then
+        chown "$uid:$gid" "/proc/self/fd/$fd"
+    fi
+done
 export HOME="$home" USER="$name" LOGNAME="$name"
 echo "entrypoint: running as uid $uid gid $gid, the owner of $results" >&2
 exec python3 -c '

@@ -21,16 +21,8 @@ name=lightx2v
 
 if [ "$(id -u)" != 0 ]; then
     # Started with an explicit --user, or the container was restarted (`compose stop` + `up`,
-    # `compose restart`) after the name was re-pointed. supervisord reopens /dev/stdout and /dev/stderr for
-    # program logs, and the log pipes Docker made for this start are root-only (0600): relay them through
-    # FIFOs this user owns, or supervisord fails with EACCES "making dispatchers".
-    if [ ! -w /proc/self/fd/1 ] || [ ! -w /proc/self/fd/2 ]; then
-        fifos=$(mktemp -d /tmp/lightx2v-stdio.XXXXXX)
-        mkfifo "$fifos/out" "$fifos/err"
-        cat "$fifos/out" &
-        cat "$fifos/err" >&2 &
-        exec >"$fifos/out" 2>"$fifos/err"
-    fi
+    # `compose restart`) after the name was re-pointed: already the owner. The runtime (runc) hands the
+    # new log pipes to this user itself, so supervisord can reopen /dev/stdout.
     exec "$@"
 fi
 
@@ -55,8 +47,8 @@ sed -i "s|^$name:[^:]*:[0-9]*:[0-9]*:|$name:x:$uid:$gid:|" /etc/passwd
 home="/home/$name"
 mkdir -p "$home"
 chown "$uid:$gid" "$home"
-# supervisord reopens /dev/stdout and /dev/stderr for program logs; Docker's log pipes (or the tty) are
-# root-only (0600), so hand them to the owner as well (see the restart case above).
+# supervisord reopens /dev/stdout and /dev/stderr for program logs, and Docker made these pipes (or the tty)
+# for root, 0600: hand them to the owner too, or supervisord fails with EACCES "making dispatchers".
 for fd in 1 2; do
     if [ -p "/proc/self/fd/$fd" ] || [ -t "$fd" ]; then
         chown "$uid:$gid" "/proc/self/fd/$fd"

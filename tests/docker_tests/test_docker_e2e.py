@@ -194,8 +194,8 @@ def test_exec_capture_appears_without_restart(stack):
 
 
 def test_a_stopped_stack_starts_again_as_the_same_user(stack):
-    """`compose stop` then `up` restarts the same container: it now starts as the re-pointed user, with new
-    root-only log pipes; supervisord must still run, and the inference run at start lands owned by uid 1234."""
+    """`compose stop` then `up` restarts the same container: it now starts directly as the re-pointed user
+    (no root step); supervisord must still run, and the inference run at start lands owned by uid 1234."""
     results = stack.project / "save_results"
     known = set(results.glob(TRACE_GLOB))
     (container,) = stack.container_ids()

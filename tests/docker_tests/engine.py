@@ -96,9 +96,21 @@ class Engine:
             if self._proc.poll() is not None:
                 raise EngineError(f"dockerd exited with {self._proc.returncode}; see {self.state_dir / 'dockerd.log'}")
             if subprocess.run(["docker", "version"], env=self.env, capture_output=True).returncode == 0:
+                self._remove_leftovers()
                 return
             time.sleep(0.5)
         raise EngineError(f"dockerd did not answer within {timeout:.0f} s; see {self.state_dir / 'dockerd.log'}")
+
+    def _remove_leftovers(self) -> None:
+        """Containers and test images an interrupted earlier run left behind; the engine is ours alone, and
+        only the stand-in base is worth keeping."""
+        containers = self.run("ps", "-aq").stdout.split()
+        if containers:
+            self.run("rm", "-f", *containers)
+        images = self.run("images", "-q", "lightx2v-test-image").stdout.split()
+        if images:
+            self.run("rmi", "-f", *set(images))
+        self.run("image", "prune", "-f")
 
     def stop(self) -> None:
         if self._proc and self._proc.poll() is None:

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import H200_TRACE
 from lightx2v.trace_summary import TraceError
-from lightx2v.trace_summary.analyze import SKIP_UNDECODED
+from lightx2v.trace_summary.analyze import SKIP_HEAD
 from lightx2v.trace_summary.reader import TraceStream
 from summary_helpers import capture_cpu_trace
 
@@ -76,7 +76,7 @@ def test_stream_equals_json_load_on_the_h200_trace(chunk):
 def test_skipping_drops_exactly_the_unused_categories(tmp_path):
     cpu_trace = capture_cpu_trace(tmp_path, "rank0_cpu")
     for path, raw in ((H200_TRACE, H200_RAW), (cpu_trace, cpu_trace.read_bytes())):
-        stream = TraceStream(str(path), skip=SKIP_UNDECODED)
+        stream = TraceStream(str(path), skip_head=SKIP_HEAD)
         kept = list(stream)
         all_events = json.loads(raw)["traceEvents"]
         unused = [e for e in all_events if e.get("ph") in ("f", "s")
@@ -87,7 +87,7 @@ def test_skipping_drops_exactly_the_unused_categories(tmp_path):
     # A skippable event whose name contains the cut pattern is still read whole, never half-skipped.
     path = tmp_path / "tricky.json"
     path.write_text(json.dumps({"traceEvents": TRICKY_EVENTS}, indent=2))
-    stream = TraceStream(str(path), skip=SKIP_UNDECODED, chunk_bytes=64)
+    stream = TraceStream(str(path), skip_head=SKIP_HEAD, chunk_bytes=64)
     names = [e.get("name") for e in stream]
     assert "f}, {g" in names and "plain.py(1): f" not in names and stream.skipped == 2
 

@@ -18,7 +18,6 @@ kernels and CPU ops, not with the JSON text. Definitions (also in docs/trace_sum
 from __future__ import annotations
 
 import os
-import re
 from array import array
 from bisect import bisect_left
 
@@ -51,13 +50,12 @@ _SKIP_CATS = frozenset({"python_function", "ac2g", "cuda_runtime", "cuda_driver"
 _COMM_MARKERS = ("nccl", "rccl")
 # Kineto writes "ph" then "cat" first in every event: these events (Python stack frames, flow arrows, CUDA API
 # calls; over half of a with_stack trace) are recognised from their first bytes and never decoded at all.
-SKIP_UNDECODED = re.compile(
-    rb'\{\s*"ph"\s*:\s*(?:"[fs]"|"X"\s*,\s*"cat"\s*:\s*"(?:python_function|cuda_runtime|cuda_driver)")')
+SKIP_HEAD = rb'\s*"ph"\s*:\s*(?:"[fs]"|"X"\s*,\s*"cat"\s*:\s*"(?:python_function|cuda_runtime|cuda_driver)")'
 
 
 def analyze_trace(path: str, top: int = 10) -> RankSummary:
     """Read ``path`` once and summarize it; raises TraceError for files that are not complete traces."""
-    stream = TraceStream(path, skip=SKIP_UNDECODED)
+    stream = TraceStream(path, skip_head=SKIP_HEAD)
     acc = _Accumulator()
     for batch in stream.batches():
         acc.feed(batch)

@@ -30,9 +30,9 @@ def merge(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]
 
 def clip(merged: list[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
     """The parts of sorted disjoint ``merged`` that lie inside [lo, hi]."""
-    i = max(bisect_right(merged, (lo, float("inf"))) - 1, 0)
     out = []
-    for a, b in merged[i:]:
+    for i in range(max(bisect_right(merged, (lo, float("inf"))) - 1, 0), len(merged)):
+        a, b = merged[i]
         if a >= hi:
             break
         a, b = max(a, lo), min(b, hi)

@@ -53,24 +53,25 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 _STDLIB = json.JSONDecoder()
 
 
-def _whole_object(buf: bytes, start: int, end: int) -> bool:
-    """Whether buf[start:end] ends outside any string, judged without decoding it (for skipping).
-
-    No escapes and an even number of quotes: the cut is not inside a string, so it is the object's end (kineto
-    events hold no arrays of objects; if one did, the next piece would fail to decode and raise, never pass
-    silently). Anything unusual returns False and the piece is decoded normally.
-    """
-    return buf.count(b'"', start, end) % 2 == 0 and buf.find(b"\\", start, end) < 0
-
-
 class TraceStream:
     """Iterate once over a trace file's events; ``metadata`` is complete after the iteration ends."""
 
-    def __init__(self, path: str, chunk_bytes: int = CHUNK_BYTES, skip: re.Pattern | None = None):
+    def __init__(self, path: str, chunk_bytes: int = CHUNK_BYTES, skip_head: bytes | None = None):
+        """``skip_head``: a regex (bytes) for the start of events to drop undecoded, matched right after their '{'.
+
+        Such an event is dropped only if it also ends outside any string: no backslash and an even number of
+        quotes, so the cut is not inside a string and is the event's end (kineto events hold no arrays of
+        objects; if one did, the next piece would fail to decode and raise, never pass silently). Anything
+        unusual is decoded normally.
+        """
         self.path = str(path)
         self.chunk_bytes = chunk_bytes
-        self.skip = skip
-        self.skipped = 0  # events matched by ``skip`` and not decoded
+        self.skipped = 0  # events matched by ``skip_head`` and not decoded
+        if skip_head is None:
+            self._sep, self._head = _EVENT_SEP, None
+        else:  # one regex finds the cut and tells whether the next event may be skipped (group 1 set)
+            self._sep = re.compile(_EVENT_SEP.pattern + rb"(?:(?=(" + skip_head + rb")))?")
+            self._head = re.compile(rb"\{(?=" + skip_head + rb")")
         self.metadata: dict[str, Any] = {}
         self.compressed = False
         self.bytes_read = 0  # decompressed JSON bytes consumed so far
@@ -196,26 +197,30 @@ class TraceStream:
         if c != b"{":
             self._not_events(c)
         loads = _fast_loads
-        skip = self.skip.match if self.skip is not None else None
         while True:
             buf = self._buf
             view = memoryview(buf)
+            count, find = buf.count, buf.find
             start = self._pos  # at the '{' of the next event
+            skippable = self._head is not None and self._head.match(buf, start) is not None
             exact = False
+            skipped = 0
             batch = []
             append = batch.append
-            for match in _EVENT_SEP.finditer(buf, start):
+            for match in self._sep.finditer(buf, start):
                 end = match.start() + 1
-                if skip is not None and skip(buf, start, end) and _whole_object(buf, start, end):
-                    self.skipped += 1
+                if skippable and count(b'"', start, end) % 2 == 0 and find(b"\\", start, end) < 0:
+                    skipped += 1
                 else:
                     try:
                         append(loads(view[start:end]))
                     except (ValueError, RecursionError):  # cut inside a string or nested value, or a strict decoder
                         exact = True
                         break
-                start = match.end() - 1
+                start = match.end() - 1  # the lookahead consumes nothing: the match ends just past '{'
+                skippable = match.lastindex is not None
             view.release()
+            self.skipped += skipped
             self._pos = start
             if batch:
                 yield batch

@@ -17,7 +17,9 @@ def render_runs(runs: list[RunSummary]) -> str:
 def render_run(run: RunSummary) -> str:
     if len(run.ranks) == 1:
         return render_rank(run.ranks[0])
-    lines = [f"Run {run.label}: {len(run.ranks)} ranks ({run.path})", ""]
+    ranks = [r.rank for r in run.ranks]
+    what = "ranks" if None not in ranks and len(set(ranks)) == len(ranks) else "trace files (workers or spans)"
+    lines = [f"Run {run.label}: {len(run.ranks)} {what} ({run.path})", ""]
     lines.append(f"  {'rank':>4}  {'worker':<24} {'steps':>5} {'step ms':>10} {'GPU busy ms':>12} "
                  f"{'busy %':>7} {'comm ms':>9}")
     for row in run.comparison or []:

@@ -74,3 +74,22 @@ def test_profiler_hook_writes_a_summary_beside_each_trace_and_logs_top_ops(strag
     assert log.count("top CPU ops by self time") == 4
     for rank in (0, 1):
         assert f"[rank {rank}/2]: wrote" in log
+
+
+def test_lockstep_ranks_blame_the_one_with_most_gpu_compute(tmp_path):
+    """With collectives every rank's step lasts as long as the slowest; NCCL kernels fill the fast ranks' wait."""
+    from summary_helpers import back_to_back, kernel, step_events, trace_doc, write_json
+
+    for rank, compute_us in ((0, 4_000), (1, 9_000), (2, 5_000)):
+        events = step_events("ProfilerStep#3", 0, 10_000, 0, 10_000) + back_to_back("gemm", 0, compute_us, 100)
+        events.append(kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", compute_us, 10_000))
+        write_json(tmp_path / f"rank{rank}_node.pt.trace.json",
+                   trace_doc(events, distributedInfo={"backend": "nccl", "rank": rank, "world_size": 3,
+                                                      "nccl_version": "2.21.5"}))
+    (run,) = summarize_paths([str(tmp_path)])
+    assert [r.rank for r in run.ranks] == [0, 1, 2] and run.ranks[0].versions["nccl"] == "2.21.5"
+    assert [round(row.gpu_comm_us) for row in run.comparison] == [6_000, 1_000, 5_000]
+    assert run.straggler.rank == 1 and run.straggler.criterion == "gpu_compute"
+    assert run.straggler.spread_pct < 5 and abs(run.straggler.slower_than_fastest_pct - 125) < 1e-6
+    proc = summary_cli(str(tmp_path), cwd=tmp_path)
+    assert "straggler: rank 1" in proc.stdout and "most GPU compute" in proc.stdout

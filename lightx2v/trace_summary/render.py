@@ -29,8 +29,11 @@ def render_run(run: RunSummary) -> str:
     if s is not None:
         who = f"rank {s.rank} ({s.worker})" if s.rank is not None else s.worker
         if s.criterion == "step_wall":
-            lines.append(f"  straggler: {who}: step {_ms(s.step_wall_us)} ms, {s.slower_than_fastest_pct:+.1f}% vs the "
-                         f"fastest rank")
+            factor = 1 + s.slower_than_fastest_pct / 100
+            fastest = s.step_wall_us / factor
+            lead = f"{factor:.1f}x" if factor >= 2 else f"{s.slower_than_fastest_pct:+.1f}% vs"
+            lines.append(f"  straggler: {who}: step {_ms(s.step_wall_us)} ms, {lead} the fastest rank's "
+                         f"{_ms(fastest)} ms")
         else:
             lines.append(f"  straggler: {who}: step times are within {100 * LOCKSTEP_SPREAD:.0f}% (ranks wait for "
                          f"each other in collectives); it has the most GPU compute per step, "
@@ -121,17 +124,18 @@ def _step_names(steps) -> str:
 
 
 def _idle_line(idle: IdleStats) -> str:
-    head = (f"GPU idle inside steps: {_ms(idle.idle_us)} of {_ms(idle.window_us)} ms ({100 * idle.ratio:.1f}%), "
-            f"largest gap {_ms(idle.largest_gap_us)} ms at +{_ms(idle.largest_gap_at_us)} ms into "
-            f"{idle.largest_gap_step}, "
-            f"{idle.gaps_over_10us} gaps >= 10 us")
-    if not idle.flagged:
-        return head + f" - ok (flagged at >= {100 * IDLE_FLAG_RATIO:.0f}%)"
-    if idle.largest_gap_us >= idle.idle_us / 2:
-        why = "mostly one long stall: look for a host sync, data loading or CPU work at that offset"
-    else:
-        why = "many short gaps: launch-bound (small kernels); CUDA graphs or torch.compile may help"
-    return head + f"\n  !! HIGH GPU IDLE (>= {100 * IDLE_FLAG_RATIO:.0f}% of step time): {why}"
+    verdict = (f"ok (flagged at >= {100 * IDLE_FLAG_RATIO:.0f}%)" if not idle.flagged
+               else f"!! HIGH GPU IDLE (>= {100 * IDLE_FLAG_RATIO:.0f}% of step time)")
+    lines = [f"GPU idle inside steps: {_ms(idle.idle_us)} of {_ms(idle.window_us)} ms ({100 * idle.ratio:.1f}%) - "
+             f"{verdict}",
+             f"  largest gap {_ms(idle.largest_gap_us)} ms at +{_ms(idle.largest_gap_at_us)} ms into "
+             f"{idle.largest_gap_step}; {idle.gaps_over_10us} gaps >= 10 us"]
+    if idle.flagged:
+        if idle.largest_gap_us >= idle.idle_us / 2:
+            lines.append("  mostly one long stall: look for a host sync, data loading or CPU work at that offset")
+        else:
+            lines.append("  many short gaps: launch-bound (small kernels); CUDA graphs or torch.compile may help")
+    return "\n".join(lines)
 
 
 def _ms(us: float | None) -> str:

@@ -252,7 +252,7 @@ class TraceStream:
     def _exact_value(self) -> Any:
         """Decode the JSON value at the current position with the stdlib parser, reading more as needed."""
         self._peek()  # raw_decode takes no leading whitespace
-        window = 1 << 16
+        window = 1 << 12  # most events are far smaller; grows x4 while the value runs past it
         while True:
             avail = len(self._buf) - self._pos
             if window > avail and not self._eof:

@@ -36,6 +36,7 @@ for profile_format in ("tensorboard", "chrome"):
                                   chrome_path=os.path.join(out, "chrome", "trace.json")) as profile:
         profile.run(denoise_step)
     capture = TorchTraceProfiler.last_capture()
-    print(f"RESULT rank={rank} format={profile_format} paths={','.join(capture.trace_paths)}", flush=True)
+    sys.stdout.write(f"RESULT rank={rank} format={profile_format} paths={','.join(capture.trace_paths)}\n")
+    sys.stdout.flush()
     dist.barrier()
 dist.destroy_process_group()

@@ -114,3 +114,19 @@ def test_progress_callback_reports_every_step(monkeypatch):
     latents = runner.run_pipeline()
     assert seen == [(1, 3), (2, 3), (3, 3)]
     assert latents.shape == (1, 16, 4, 4) and runner.model.infer_calls == 3
+
+
+def test_analytic_matmul_flops_match_torch_flop_counter():
+    """The GPU benchmark's TFLOP/s rests on this formula; torch counts the same forward independently."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from lightx2v.models.networks.qwen_image.config import forward_matmul_flops
+
+    runner = _runner(guidance_scale=1.0)  # one branch = one forward
+    runner.scheduler.step_pre(0)
+    # the math SDPA backend runs attention as bmm, which the counter sees (CPU flash attention it does not)
+    with FlopCounterMode(display=False) as counter, sdpa_kernel(SDPBackend.MATH):
+        runner.model.infer(runner.inputs)
+    text_tokens = runner.inputs["text_encoder_output"]["prompt_embeds"].shape[1]
+    assert counter.get_total_flops() == forward_matmul_flops(TINY, runner.scheduler.image_seq_len, text_tokens)

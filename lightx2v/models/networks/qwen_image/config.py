@@ -83,3 +83,17 @@ PRESETS: dict[str, QwenImageArch] = {
         infer_steps=50,
     ),
 }
+
+
+def forward_matmul_flops(arch: QwenImageArch, image_tokens: int, text_tokens: int) -> int:
+    """Matmul FLOPs (2 per multiply-add) of one transformer forward, batch 1 — for TFLOP/s figures.
+
+    Linear layers cost 2·rows·in·out; attention costs 4·L²·hidden (QKᵀ and AV over the joint sequence L).
+    Norms, activations and rotary embedding are elementwise and left out.
+    """
+    d, m, n, t = arch.hidden_size, arch.mlp_ratio * arch.hidden_size, image_tokens, text_tokens
+    seq = n + t
+    embed = 2 * (n * arch.in_channels * d + t * arch.text_dim * d + arch.time_proj_dim * d + d * d)
+    block = 2 * (2 * d * 6 * d) + 2 * seq * (4 * d * d + 2 * d * m) + 4 * seq * seq * d
+    head = 2 * (d * 2 * d + n * d * arch.in_channels)
+    return embed + arch.num_layers * block + head

@@ -28,7 +28,8 @@ and .json (run metadata: settings, timings, model.infer call count, trace locati
 """
 
 EPILOG = """\
-presets: {presets}
+presets:
+{presets}
 multi-GPU (or 2 CPU processes): torchrun --nproc_per_node=2 -m lightx2v.infer ... --cfg_parallel
 environment: LIGHTX2V_TORCH_PROFILE=0 disables profiling; LIGHTX2V_TORCH_PROFILE_DIR overrides --tb_dir.
 """
@@ -37,18 +38,21 @@ DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
 def _preset_help() -> str:
-    parts = []
+    lines = []
     for name, a in PRESETS.items():
-        parts.append(
-            f"{name} ({a.num_layers} blocks, hidden {a.hidden_size}, {a.num_heads} heads, "
-            f"{a.height}x{a.width}, {a.infer_steps} steps, {a.param_count() / 1e6:,.1f}M params)"
+        n = a.param_count()
+        size = f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.1f}M"
+        lines.append(
+            f"  {name:<11} {a.num_layers} blocks, hidden {a.hidden_size}, {a.num_heads} heads, "
+            f"{a.height}x{a.width}, {a.infer_steps} steps, {size} params"
         )
-    return "; ".join(parts)
+    return "\n".join(lines)
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m lightx2v.infer",
+        usage=f"%(prog)s [--preset {{{','.join(PRESETS)}}}] [--infer_steps N] [--prompt TEXT] [options]  (see --help)",
         description=DESCRIPTION,
         epilog=EPILOG.format(presets=_preset_help()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -159,6 +163,33 @@ def pick_device(args: argparse.Namespace, parser: argparse.ArgumentParser):
     return device, getattr(torch, DTYPES[name])
 
 
+def available_memory(device) -> int | None:
+    """Bytes free for weights on `device` (None when unknown)."""
+    import torch
+
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    try:
+        with open("/proc/meminfo") as f:
+            fields = dict(line.split(":", 1) for line in f)
+        return int(fields["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def check_memory(arch: QwenImageArch, device, dtype) -> str | None:
+    """Refuse a model whose weights alone cannot fit, instead of thrashing or being OOM-killed."""
+    need = arch.param_count() * dtype.itemsize
+    free = available_memory(device)
+    if free is not None and need > free:
+        return (
+            f"the model needs {need / 2**30:.1f} GiB for its {arch.param_count() / 1e9:.2f}B weights in "
+            f"{str(dtype).removeprefix('torch.')} but {device} has {free / 2**30:.1f} GiB free "
+            "(the qwen-image preset is for a big GPU; use --preset tiny or small, or smaller --num_layers/--hidden_size)"
+        )
+    return None
+
+
 def profile_kwargs(args: argparse.Namespace) -> dict:
     kw = {
         "profile_format": args.profile_format,
@@ -206,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     if problems:
         parser.error("; ".join(problems))
     device, dtype = pick_device(args, parser)
+    problem = check_memory(arch, device, dtype)
+    if problem:
+        parser.error(problem)
     if not args.profile:
         os.environ["LIGHTX2V_TORCH_PROFILE"] = "0"  # the profiler's own off switch: contexts become plain calls
 

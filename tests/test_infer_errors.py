@@ -27,6 +27,7 @@ CASES = [
     (["--profile_active", "0"], "--profile_active must be >= 1, got 0"),
     (["--cfg_parallel"], "--cfg_parallel runs the two CFG branches on exactly 2 processes"),
     (["--device", "cuda"], "--device cuda: CUDA is not available"),
+    (["--preset", "qwen-image", "--num_layers", "600"], "GiB for its 203.94B weights"),  # no machine fits 0.8 TB
     (["--save_result_path", "out.xyz"], "unknown image extension '.xyz'"),
     (["--save_result_path", "BLOCKED"], "is not writable"),
 ]

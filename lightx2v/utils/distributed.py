@@ -1,14 +1,12 @@
 """torchrun integration: read the launcher's environment, start and stop the process group.
 
-gloo on CPU, NCCL on CUDA with one GPU per local rank, as LightX2V's multi-GPU runs do.
+gloo on CPU, NCCL on CUDA with one GPU per local rank, as LightX2V's multi-GPU runs do. torch is imported
+inside the functions so the CLI can ask for the world size before paying for `import torch`.
 """
 
 from __future__ import annotations
 
 import os
-
-import torch
-import torch.distributed as dist
 
 
 def launched_world_size() -> int:
@@ -16,8 +14,11 @@ def launched_world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
-def setup(device: torch.device) -> tuple[int, int, torch.device]:
-    """Join the torchrun job if there is one. Returns (rank, world_size, this rank's device)."""
+def setup(device):
+    """Join the torchrun job if there is one. Returns (rank, world_size, this rank's torch.device)."""
+    import torch
+    import torch.distributed as dist
+
     if launched_world_size() <= 1:
         return 0, 1, device
     if device.type == "cuda":
@@ -28,5 +29,7 @@ def setup(device: torch.device) -> tuple[int, int, torch.device]:
 
 
 def teardown() -> None:
+    import torch.distributed as dist
+
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()

@@ -31,7 +31,16 @@ def run_cli(workdir: Path, *args: str) -> tuple[float, dict]:
     save = workdir / "out.png"
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "lightx2v.infer", *args, "--save_result_path", str(save), "--tb_dir", str(workdir / "tb")],
+        [
+            sys.executable,
+            "-m",
+            "lightx2v.infer",
+            *args,
+            "--save_result_path",
+            str(save),
+            "--tb_dir",
+            str(workdir / "tb"),
+        ],
         cwd=workdir,
         env=env,
         capture_output=True,
@@ -49,7 +58,12 @@ def per_step(preset: str, steps: int, repeats: int, tmp: Path) -> dict:
         _, meta = run_cli(tmp / f"{preset}-{i}", "--preset", preset, "--infer_steps", str(steps), "--no-profile")
         denoise.append(meta["seconds"]["denoise"] / steps)
         init.append(meta["seconds"]["init"])
-    return {"s_per_step": statistics.median(denoise), "min": min(denoise), "init_s": statistics.median(init), "meta": meta}
+    return {
+        "s_per_step": statistics.median(denoise),
+        "min": min(denoise),
+        "init_s": statistics.median(init),
+        "meta": meta,
+    }
 
 
 def profile_ratio(preset: str, steps: int, repeats: int, tmp: Path) -> dict:
@@ -77,10 +91,12 @@ def main() -> None:
 
     import torch
 
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, ", end="")
+    print(f"load average {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="bench_infer_") as d:
         tmp = Path(d)
-        print(f"\n== seconds per denoising step (CPU fp32, CFG on = 2 forwards/step, --no-profile, median of {args.repeats})")
+        print("\n== seconds per denoising step (CPU fp32, CFG on = 2 forwards/step, --no-profile, ", end="")
+        print(f"median of {args.repeats})")
         print(f"{'preset':<8} {'params':>10} {'resolution':>11} {'tokens':>7} {'s/step':>8} {'best':>8} {'init s':>7}")
         for preset in args.presets:
             r = per_step(preset, args.steps, args.repeats, tmp)
@@ -94,8 +110,8 @@ def main() -> None:
         print(f"\n== profiled / unprofiled, whole run ({args.ratio_preset}, {args.steps} steps, A/B x{args.repeats})")
         r = profile_ratio(args.ratio_preset, args.steps, args.repeats, tmp)
         for key, label in (("wall", "process wall (python start to exit)"), ("denoise", "denoising loop (in-process)")):
-            m = r["median"][key]
-            print(f"{label:<38} profiled {m['profiled']:7.2f} s  unprofiled {m['unprofiled']:7.2f} s  ratio {m['profiled'] / m['unprofiled']:.2f}x")
+            prof, plain = r["median"][key]["profiled"], r["median"][key]["unprofiled"]
+            print(f"{label:<38} profiled {prof:7.2f} s  unprofiled {plain:7.2f} s  ratio {prof / plain:.2f}x")
         print(f"  raw walls: {json.dumps({k: [round(x, 2) for x in v] for k, v in r['walls'].items()})}")
     print(f"\nload at end {os.getloadavg()[0]:.2f}")
 

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from lightx2v.models.networks.qwen_image.config import PRESETS, QwenImageArch
+from lightx2v.utils.distributed import launched_world_size
 
 DESCRIPTION = """\
 Embedded Qwen-Image-style text-to-image inference with a torch.profiler trace of the `infer_main` call.
@@ -83,7 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--dtype", default="auto", choices=["auto", *DTYPES], help="auto: bf16 on CUDA, fp32 on CPU")
 
     g = p.add_argument_group("profiler (TorchTraceProfileContext at infer_main)")
-    g.add_argument("--profile", action=argparse.BooleanOptionalAction, default=True, help="capture a trace (default on)")
+    g.add_argument(
+        "--profile", action=argparse.BooleanOptionalAction, default=True, help="capture a trace (default on)"
+    )
     g.add_argument("--profile_format", default="tensorboard", choices=["tensorboard", "chrome"])
     g.add_argument("--tb_dir", default=None, help="TensorBoard logdir (default save_results/torch_profile)")
     g.add_argument("--chrome_path", default=None, help="chrome-format trace path (default save_results/trace.json)")
@@ -98,7 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def resolve_arch(args: argparse.Namespace) -> QwenImageArch:
     """The preset with the command line's overrides applied."""
-    overrides = {k: getattr(args, k) for k in ("num_layers", "hidden_size", "num_heads", "height", "width", "infer_steps")}
+    overrides = {
+        k: getattr(args, k) for k in ("num_layers", "hidden_size", "num_heads", "height", "width", "infer_steps")
+    }
     return dataclasses.replace(PRESETS[args.preset], **{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -158,7 +163,8 @@ def pick_device(args: argparse.Namespace, parser: argparse.ArgumentParser):
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: CUDA is not available on this machine (use --device cpu or auto)")
     use_cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
-    device = torch.device("cuda" if use_cuda else "cpu")
+    # under torchrun each rank owns the GPU of its local rank
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if use_cuda else torch.device("cpu")
     name = args.dtype if args.dtype != "auto" else ("bf16" if use_cuda else "fp32")
     return device, getattr(torch, DTYPES[name])
 
@@ -185,7 +191,8 @@ def check_memory(arch: QwenImageArch, device, dtype) -> str | None:
         return (
             f"the model needs {need / 2**30:.1f} GiB for its {arch.param_count() / 1e9:.2f}B weights in "
             f"{str(dtype).removeprefix('torch.')} but {device} has {free / 2**30:.1f} GiB free "
-            "(the qwen-image preset is for a big GPU; use --preset tiny or small, or smaller --num_layers/--hidden_size)"
+            "(the qwen-image preset is for a big GPU; use --preset tiny or small, "
+            "or smaller --num_layers/--hidden_size)"
         )
     return None
 
@@ -224,25 +231,16 @@ def capture_info() -> dict | None:
     cap = TorchTraceProfiler.last_capture()
     if cap is None:
         return None
-    return {"label": cap.label, "run_dir": str(cap.run_dir), "trace_paths": [str(p) for p in cap.trace_paths], "calls": cap.calls}
+    return {
+        "label": cap.label,
+        "run_dir": str(cap.run_dir),
+        "trace_paths": [str(p) for p in cap.trace_paths],
+        "calls": cap.calls,
+    }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    arch = resolve_arch(args)
-    from lightx2v.utils.distributed import launched_world_size
-
-    problems = check_args(args, arch, launched_world_size())
-    if problems:
-        parser.error("; ".join(problems))
-    device, dtype = pick_device(args, parser)
-    problem = check_memory(arch, device, dtype)
-    if problem:
-        parser.error(problem)
-    if not args.profile:
-        os.environ["LIGHTX2V_TORCH_PROFILE"] = "0"  # the profiler's own off switch: contexts become plain calls
-
+def run(args: argparse.Namespace, arch: QwenImageArch, device, dtype) -> None:
+    """Build, denoise, and (rank 0) write the outputs and say where everything went."""
     import torch
     from tqdm import tqdm
 
@@ -266,9 +264,9 @@ def main(argv: list[str] | None = None) -> int:
             profile=profile_kwargs(args),
         )
         sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-        t0 = time.perf_counter()
         bar = tqdm(total=config.infer_steps, desc="denoise", unit="step", disable=rank != 0, file=sys.stderr)
         runner = QwenImageRunner(config, progress_callback=lambda done, total: bar.update(1))
+        t0 = time.perf_counter()
         runner.init_modules()
         sync()
         t1 = time.perf_counter()
@@ -276,39 +274,56 @@ def main(argv: list[str] | None = None) -> int:
         sync()
         t2 = time.perf_counter()
         bar.close()
+        if rank != 0:
+            return
         capture = capture_info() if args.profile else None
-        if rank == 0:
-            meta = {
-                "model_cls": args.model_cls,
-                "task": args.task,
-                "preset": args.preset,
-                "arch": dataclasses.asdict(arch),
-                "param_count": arch.param_count(),
-                "prompt": args.prompt,
-                "negative_prompt": args.negative_prompt,
-                "seed": args.seed,
-                "guidance_scale": args.guidance_scale,
-                "device": str(device),
-                "dtype": str(dtype).removeprefix("torch."),
-                "world_size": world_size,
-                "cfg_parallel": args.cfg_parallel,
-                "profile": args.profile,
-                "profile_kwargs": config.profile,
-                "infer_calls": runner.model.infer_calls,
-                "seconds": {"init": t1 - t0, "denoise": t2 - t1},
-                "capture": capture,
-            }
-            outputs = write_outputs(latents, config, Path(args.save_result_path), meta)
-            print(f"preview: {outputs['preview']}\nlatents: {outputs['latents']}\nmetadata: {outputs['metadata']}")
-            print(f"denoise: {t2 - t1:.2f} s for {config.infer_steps} steps, model.infer called {runner.model.infer_calls} times")
-            if capture:
-                print(f"trace run directory: {capture['run_dir']}")
-                for trace in capture["trace_paths"]:
-                    print(f"trace: {trace}")
-            elif args.profile:
-                print("trace: none captured (profiling disabled by LIGHTX2V_TORCH_PROFILE, or the export failed; see log)")
+        meta = {
+            "model_cls": args.model_cls,
+            "task": args.task,
+            "preset": args.preset,
+            "arch": dataclasses.asdict(arch),
+            "param_count": arch.param_count(),
+            "prompt": args.prompt,
+            "negative_prompt": args.negative_prompt,
+            "seed": args.seed,
+            "guidance_scale": args.guidance_scale,
+            "device": str(device),
+            "dtype": str(dtype).removeprefix("torch."),
+            "world_size": world_size,
+            "cfg_parallel": args.cfg_parallel,
+            "profile": args.profile,
+            "profile_kwargs": config.profile,
+            "infer_calls": runner.model.infer_calls,
+            "seconds": {"init": t1 - t0, "denoise": t2 - t1},
+            "capture": capture,
+        }
+        outputs = write_outputs(latents, config, Path(args.save_result_path), meta)
+        print(f"preview: {outputs['preview']}\nlatents: {outputs['latents']}\nmetadata: {outputs['metadata']}")
+        calls = runner.model.infer_calls
+        print(f"denoise: {t2 - t1:.2f} s for {config.infer_steps} steps, model.infer called {calls} times")
+        if capture:
+            print(f"trace run directory: {capture['run_dir']}")
+            print("\n".join(f"trace: {trace}" for trace in capture["trace_paths"]))
+        elif args.profile:
+            print("trace: none captured (profiling disabled by LIGHTX2V_TORCH_PROFILE, or the export failed; see log)")
     finally:
         distributed.teardown()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    arch = resolve_arch(args)
+    problems = check_args(args, arch, launched_world_size())
+    if problems:
+        parser.error("; ".join(problems))
+    device, dtype = pick_device(args, parser)
+    problem = check_memory(arch, device, dtype)
+    if problem:
+        parser.error(problem)
+    if not args.profile:
+        os.environ["LIGHTX2V_TORCH_PROFILE"] = "0"  # the profiler's own off switch: contexts become plain calls
+    run(args, arch, device, dtype)
     return 0
 
 

@@ -14,7 +14,20 @@ import torch
 from conftest import subprocess_env
 
 # small and fast: the tiny preset at 128x128 for 4 steps
-FAST = ["--preset", "tiny", "--height", "128", "--width", "128", "--infer_steps", "4", "--prompt", "a red fox", "--seed", "7"]
+FAST = [
+    "--preset",
+    "tiny",
+    "--height",
+    "128",
+    "--width",
+    "128",
+    "--infer_steps",
+    "4",
+    "--prompt",
+    "a red fox",
+    "--seed",
+    "7",
+]
 
 
 @dataclass
@@ -41,7 +54,11 @@ class Run:
 
 
 def run_infer(cwd: Path, *args: str, torchrun: int = 0, timeout: float = 300, **env: str) -> Run:
-    launcher = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={torchrun}"] if torchrun else [sys.executable]
+    launcher = (
+        [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={torchrun}"]
+        if torchrun
+        else [sys.executable]
+    )
     cwd.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run(
         [*launcher, "-m", "lightx2v.infer", *args],
@@ -51,7 +68,9 @@ def run_infer(cwd: Path, *args: str, torchrun: int = 0, timeout: float = 300, **
         text=True,
         timeout=timeout,
     )
-    save = next((args[i + 1] for i, a in enumerate(args) if a == "--save_result_path"), "save_results/qwen_image_t2i.png")
+    save = next(
+        (args[i + 1] for i, a in enumerate(args) if a == "--save_result_path"), "save_results/qwen_image_t2i.png"
+    )
     return Run(cwd, proc, cwd / save)
 
 

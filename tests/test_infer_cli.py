@@ -39,7 +39,17 @@ def test_profiled_run_writes_exactly_one_trace_in_its_own_run_directory(profiled
 def test_trace_holds_the_profiler_step_and_the_model_regions(profiled):
     names = event_names(load_trace(profiled.traces()[0]))
     assert any(n.startswith("ProfilerStep#") for n in names)
-    for region in ("pre_infer", "transformer_infer", "block_00", "block_01", "modulation", "attention", "mlp", "post_infer", "cfg_guide"):
+    for region in (
+        "pre_infer",
+        "transformer_infer",
+        "block_00",
+        "block_01",
+        "modulation",
+        "attention",
+        "mlp",
+        "post_infer",
+        "cfg_guide",
+    ):
         assert region in names, region
     # one active call exported: one forward per CFG branch, one attention per block per branch
     assert names.count("infer_cond") == 1 and names.count("infer_uncond") == 1

@@ -24,7 +24,11 @@ def test_script_runs_and_writes_under_save_results(tmp_path, script, workers):
         timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert sorted(p.name for p in results.glob("qwen_image_t2i.*")) == ["qwen_image_t2i.json", "qwen_image_t2i.png", "qwen_image_t2i.pt"]
+    assert sorted(p.name for p in results.glob("qwen_image_t2i.*")) == [
+        "qwen_image_t2i.json",
+        "qwen_image_t2i.png",
+        "qwen_image_t2i.pt",
+    ]
     traces = list((results / "torch_profile").rglob("*.pt.trace.json"))
     assert len(traces) == workers and len({t.parent for t in traces}) == 1
     assert not (tmp_path / "save_results").exists()

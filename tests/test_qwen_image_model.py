@@ -61,7 +61,7 @@ def test_weights_are_seeded_and_built_in_the_requested_dtype():
     b = build_transformer(small, torch.device("cpu"), torch.bfloat16, seed=3)
     c = build_transformer(small, torch.device("cpu"), torch.bfloat16, seed=4)
     assert {p.dtype for p in a.parameters()} == {torch.bfloat16}
-    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
     assert not torch.equal(a.img_in.weight, c.img_in.weight)
     assert torch.equal(a.blocks[0].img.norm_q, torch.ones(small.head_dim, dtype=torch.bfloat16))
 

@@ -22,8 +22,7 @@ def setup(device):
     if launched_world_size() <= 1:
         return 0, 1, device
     if device.type == "cuda":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-        torch.cuda.set_device(device)
+        torch.cuda.set_device(device)  # the CLI picked cuda:LOCAL_RANK
     dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
     return dist.get_rank(), dist.get_world_size(), device
 

@@ -66,7 +66,10 @@ class QwenImageTransformerModel:
     def _rope(self, text_len: int):
         rows, cols = self.scheduler.token_grid
         txt_pos, img_pos = joint_positions(rows, cols, text_len, self.device)
-        return [(a.cos(), a.sin()) for a in (rope_angles(txt_pos, self.arch.head_dim), rope_angles(img_pos, self.arch.head_dim))]
+        return [
+            (a.cos(), a.sin())
+            for a in (rope_angles(txt_pos, self.arch.head_dim), rope_angles(img_pos, self.arch.head_dim))
+        ]
 
     def _branch(self, name: str, tokens: torch.Tensor, sigma: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
         with record_function(f"infer_{name}"):

@@ -8,7 +8,7 @@ times with the same inputs), and every later step is a plain call.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

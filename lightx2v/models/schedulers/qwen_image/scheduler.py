@@ -42,7 +42,9 @@ def flow_sigmas(
 
 
 class QwenImageScheduler:
-    def __init__(self, arch: QwenImageArch, *, height: int, width: int, infer_steps: int, seed: int, device: torch.device):
+    def __init__(
+        self, arch: QwenImageArch, *, height: int, width: int, infer_steps: int, seed: int, device: torch.device
+    ):
         self.arch = arch
         self.infer_steps = infer_steps
         self.seed = seed

@@ -154,6 +154,8 @@ def main() -> None:
         s_per_step=s_per_step,
         tflops=flops_per_step / s_per_step / 1e12,
         capture_extra_s=sum(profiled) - sum(plain),
+        # what profiling costs beyond the repeated calls themselves (CUPTI start, recording, export)
+        profiler_overhead_s=sum(profiled) - sum(plain) - (report["profiled_infer_calls"] - args.steps) * s_per_step,
         profiled_over_unprofiled=sum(profiled) / sum(plain),
     )
     if on_cuda:

@@ -1,0 +1,160 @@
+"""What the profiler costs, as ratios against baselines measured in the same run.
+
+1. Steady state: a new ``TorchTraceProfileContext`` + ``run()`` at every call after the session's capture, against
+   ``with contextlib.nullcontext(): f()``. Goal <= 2.0x.
+2. One capture: wall time through the module against bare ``torch.profiler`` with the same schedule and
+   ``tensorboard_trace_handler`` on the same workload, alternating A/B. Goal <= 1.05x.
+
+    python benchmarks/bench_profiler.py                         # CPU, small DiT-like stack
+    python benchmarks/bench_profiler.py --device cuda --dim 3072 --seq 4096 --layers 12 --dtype bfloat16
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import timeit
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchTraceProfiler  # noqa: E402
+
+
+def steady_state(repeat: int, number: int) -> tuple[float, float]:
+    """Best-of-``repeat`` nanoseconds per call: (plain nullcontext, profiler context after the session)."""
+
+    def f():
+        return None
+
+    TorchTraceProfiler.reset_session()
+    with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stderr(open(os.devnull, "w")):
+        TorchTraceProfileContext("warm", tb_dir=tmp).run(f)  # the session's capture; from now on: plain calls
+
+    def baseline():
+        with contextlib.nullcontext():
+            f()
+
+    def wrapped():
+        with TorchTraceProfileContext("🚀 infer_main", tb_dir="save_results/torch_profile", with_stack=True) as p:
+            p.run(f)
+
+    base, ours = [], []
+    for _ in range(repeat):  # alternate so drift hits both equally
+        base.append(timeit.timeit(baseline, number=number) / number * 1e9)
+        ours.append(timeit.timeit(wrapped, number=number) / number * 1e9)
+    return min(base), min(ours)
+
+
+class DiTStack(torch.nn.Module):
+    """Attention + MLP blocks, the shape of work a DiT denoising step does."""
+
+    def __init__(self, dim: int, layers: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.blocks = torch.nn.ModuleList(
+            torch.nn.ModuleDict({"qkv": torch.nn.Linear(dim, 3 * dim), "out": torch.nn.Linear(dim, dim),
+                                 "up": torch.nn.Linear(dim, 4 * dim), "down": torch.nn.Linear(4 * dim, dim)})
+            for _ in range(layers))
+
+    @torch.no_grad()
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, s, d = x.shape
+        for block in self.blocks:
+            with torch.profiler.record_function("attn"):
+                q, k, v = block["qkv"](x).view(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+                a = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+                x = x + block["out"](a.transpose(1, 2).reshape(b, s, d))
+            with torch.profiler.record_function("mlp"):
+                x = x + block["down"](torch.nn.functional.gelu(block["up"](x)))
+        return x
+
+
+def capture_module(model, x, log_dir: str) -> None:
+    TorchTraceProfiler.reset_session()
+    with TorchTraceProfileContext("bench", tb_dir=log_dir) as p:
+        p.run(model, x)
+
+
+def capture_bare(model, x, log_dir: str) -> None:
+    import torch.profiler as tp
+
+    activities = [tp.ProfilerActivity.CPU] + ([tp.ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    with tp.profile(activities=activities, schedule=tp.schedule(wait=1, warmup=3, active=1, repeat=1),
+                    on_trace_ready=tp.tensorboard_trace_handler(log_dir)) as prof:
+        for _ in range(5):
+            model(x)
+            if x.is_cuda:
+                torch.cuda.synchronize()
+            prof.step()
+
+
+def count_kernels(log_dir: str) -> int:
+    for path in Path(log_dir).rglob("*.pt.trace.json*"):
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt") as f:
+            return sum(1 for e in json.load(f)["traceEvents"] if e.get("cat") == "kernel")
+    return 0
+
+
+def capture_ratio(args) -> tuple[list[float], list[float], int]:
+    device = torch.device(args.device)
+    dtype = getattr(torch, args.dtype)
+    torch.manual_seed(0)
+    model = DiTStack(args.dim, args.layers, args.heads).to(device, dtype)
+    x = torch.randn(1, args.seq, args.dim, device=device, dtype=dtype)
+    kernels = 0
+    with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stderr(open(os.devnull, "w")):
+        capture_bare(model, x, os.path.join(tmp, "warm"))  # first profiler start in a process pays init (CUPTI)
+        bare, ours = [], []
+        for i in range(args.rounds):
+            for name, fn, out in (("bare", capture_bare, bare), ("module", capture_module, ours))[:: 1 if i % 2 else -1]:
+                log_dir = os.path.join(tmp, f"{name}{i}")
+                start = time.perf_counter()
+                fn(model, x, log_dir)
+                out.append(time.perf_counter() - start)
+                if name == "module" and not kernels:
+                    kernels = count_kernels(log_dir)
+    return bare, ours, kernels
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--dim", type=int, default=256)
+    parser.add_argument("--seq", type=int, default=256)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=6, help="A/B capture pairs")
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--number", type=int, default=200_000)
+    args = parser.parse_args()
+
+    base_ns, ours_ns = steady_state(args.repeat, args.number)
+    bare, ours, kernels = capture_ratio(args)
+    print(f"torch {torch.__version__}, device {args.device} "
+          f"({torch.cuda.get_device_name() if args.device == 'cuda' else 'cpu'}), python {sys.version.split()[0]}")
+    print("| measurement | baseline | module | ratio | goal |")
+    print("|---|---|---|---|---|")
+    print(f"| steady-state call after the capture (new context each call) | nullcontext {base_ns:.0f} ns | "
+          f"{ours_ns:.0f} ns | {ours_ns / base_ns:.2f}x | <= 2.0x |")
+    print(f"| one capture, wait 1 / warmup 3 / active 1, {args.layers}x{args.dim} seq {args.seq} {args.dtype}, "
+          f"median of {args.rounds} | bare torch.profiler {statistics.median(bare) * 1e3:.0f} ms | "
+          f"{statistics.median(ours) * 1e3:.0f} ms | {statistics.median(ours) / statistics.median(bare):.3f}x "
+          f"| <= 1.05x |")
+    if kernels:
+        print(f"GPU kernels in the module's trace: {kernels}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,620 @@
+"""Kernel-level ``torch.profiler`` traces of one call site, once per process session.
+
+Wrap the call you want to see::
+
+    from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext
+
+    with TorchTraceProfileContext("🚀 infer_main", tb_dir="save_results/torch_profile", with_stack=True) as profile:
+        result = profile.run(self.model.infer, self.inputs)
+
+The first ``run()`` of a process session calls the target ``wait + warmup + active`` times (1 + 3 + 1 by default)
+under ``torch.profiler``, exports the trace and returns the last call's result. Every later ``run()`` -- a new
+context at the next denoising step, another call site, a nested call, another thread -- is one plain call.
+``TorchTraceProfiler.reset_session()`` arms the next capture.
+
+Where traces go (TensorBoard format): every capture session gets its own run directory, because TensorBoard's
+PyTorch Profiler plugin loads a run directory once and never notices files added to it later::
+
+    <tb_dir>/<YYYYmmdd-HHMMSS>_<label>/rank<R>_<host>.pt.trace.json[.gz]
+
+All ranks of a torch.distributed job agree on one run directory through the job's c10d store (a single
+non-blocking compare-and-set, no collective), so TensorBoard shows them as workers of one run. Files are written
+under a hidden temporary name and renamed, so a reader never sees a partial trace. Chrome format writes
+``chrome_path`` (``trace.rank<R>.json`` beside it when the job has several ranks).
+
+Failure policy: profiling never costs the caller the target's result. An exception raised by the target
+propagates unchanged after the profiler is stopped; nothing is exported and the session counts as done (the
+target is not re-run five times on the next step; ``reset_session()`` retries). Profiler or export failures are
+logged with the path and the result is returned.
+
+Environment switches: ``LIGHTX2V_TORCH_PROFILE=0`` (or ``false``/``off``/``no``) makes every context a plain
+call; ``LIGHTX2V_TORCH_PROFILE_DIR`` replaces ``tb_dir``; ``LIGHTX2V_TENSORBOARD_PORT`` replaces the port shown
+in the viewing hints (e.g. the host port a container publishes).
+
+This file depends on torch and the standard library only, imports torch lazily, and can be copied over
+``lightx2v/utils/torch_trace_profiler.py`` in an existing LightX2V checkout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import gzip
+import json
+import logging
+import os
+import re
+import shutil
+import socket
+import sys
+import threading
+import time
+from typing import Any, Callable, Optional, TypeVar
+
+__all__ = ["CaptureResult", "TorchTraceProfileConfig", "TorchTraceProfileContext", "TorchTraceProfiler"]
+
+T = TypeVar("T")
+
+ENV_ENABLE = "LIGHTX2V_TORCH_PROFILE"
+ENV_DIR = "LIGHTX2V_TORCH_PROFILE_DIR"
+ENV_PORT = "LIGHTX2V_TENSORBOARD_PORT"
+PROFILE_FORMATS = ("tensorboard", "chrome")
+# The file names TensorBoard's PyTorch Profiler plugin lists; anything else in a run directory is invisible.
+TENSORBOARD_TRACE_RE = re.compile(r"^(.*?)(\.\d+)?\.pt\.trace\.json(\.gz)?$")
+# Written by `python -m lightx2v.trace_browser` into the folder it serves, while it runs.
+TRACE_BROWSER_FILE = ".trace_browser.json"
+
+logger = logging.getLogger(__name__)
+
+
+# --------------------------------------------------------------------------------------------- configuration
+@dataclasses.dataclass(frozen=True)
+class TorchTraceProfileConfig:
+    """Validated settings of one call site; paths are resolved when a capture starts (cwd at that time)."""
+
+    profile_format: str = "tensorboard"
+    tb_dir: Optional[str] = None
+    chrome_path: Optional[str] = None
+    wait: int = 1
+    warmup: int = 3
+    active: int = 1
+    with_stack: bool = False
+    tensorboard_port: int = 16006
+    use_gzip: bool = False
+    record_shapes: bool = False
+    profile_memory: bool = False
+    with_flops: bool = False
+
+    def __post_init__(self) -> None:
+        problem = _find_bad_field(dataclasses.asdict(self))
+        if problem:
+            raise ValueError(problem)
+
+    @property
+    def calls(self) -> int:
+        """How many times a capture calls the target."""
+        return self.wait + self.warmup + self.active
+
+
+_FLAGS = ("with_stack", "use_gzip", "record_shapes", "profile_memory", "with_flops")
+
+
+def _find_bad_field(values: dict[str, Any]) -> Optional[str]:
+    """The first invalid setting, described for a ValueError, or None."""
+    if values["profile_format"] not in PROFILE_FORMATS:
+        return f"profile_format must be one of {PROFILE_FORMATS}, got {values['profile_format']!r}"
+    for field, minimum in (("wait", 0), ("warmup", 0), ("active", 1)):
+        value = values[field]
+        if type(value) is not int:
+            return f"{field} must be an int, got {type(value).__name__} {value!r}"
+        if value < minimum:
+            return f"{field} must be >= {minimum}, got {value}"
+    port = values["tensorboard_port"]
+    if type(port) is not int or not 1 <= port <= 65535:
+        return f"tensorboard_port must be an int in 1..65535, got {port!r}"
+    for field in ("tb_dir", "chrome_path"):
+        value = values[field]
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            return f"{field} must be a path (str or os.PathLike) or None, got {type(value).__name__}"
+        if value is not None and not os.fspath(value):
+            return f"{field} must not be empty"
+    for field in _FLAGS:
+        if type(values[field]) is not bool:
+            return f"{field} must be a bool, got {type(values[field]).__name__} {values[field]!r}"
+    return None
+
+
+# ------------------------------------------------------------------------------------------ session state
+@dataclasses.dataclass(frozen=True)
+class CaptureResult:
+    """What one capture produced, as seen by this process (one rank)."""
+
+    label: str
+    profile_format: str
+    trace_paths: list[str]
+    run_dir: Optional[str]  # tensorboard: the run directory shared by all ranks; chrome: None
+    log_dir: Optional[str]  # tensorboard: the logdir to give TensorBoard; chrome: None
+    rank: int
+    world_size: int
+    calls: int  # target calls made during the capture
+    seconds: float
+    error: Optional[str] = None  # why nothing (or not everything) was exported
+
+
+class _Session:
+    """Process-wide capture state. The one place it lives; every context reads it, none copies it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.claimed = False  # read without the lock on the fast path: a plain bool, set once per session
+        self.capturing = False
+        self.generation = 0  # bumped by reset_session(); names the run-directory rendezvous key
+        self.last: Optional[CaptureResult] = None
+
+    def claim(self) -> Optional[int]:
+        """The session's generation if the caller may capture now, else None (caller runs a plain call)."""
+        with self.lock:
+            if self.claimed or self.capturing:
+                return None
+            self.claimed = True
+            if not _profiling_enabled():
+                return None
+            self.capturing = True
+            return self.generation
+
+
+_SESSION = _Session()
+
+
+def _profiling_enabled() -> bool:
+    return os.environ.get(ENV_ENABLE, "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+class TorchTraceProfiler:
+    """Process-level control of captures; the state it controls is shared by every context in the process."""
+
+    @staticmethod
+    def reset_session() -> None:
+        """Start a new session: the next first ``run()`` captures again. Existing contexts stay usable.
+
+        A capture in progress on another thread finishes undisturbed; the new session's capture starts after it.
+        """
+        with _SESSION.lock:
+            _SESSION.claimed = False
+            _SESSION.generation += 1
+
+    @staticmethod
+    def session_done() -> bool:
+        """Whether this session's capture has been taken (or profiling is switched off)."""
+        return _SESSION.claimed
+
+    @staticmethod
+    def last_capture() -> Optional[CaptureResult]:
+        """The most recent capture of this process, successful or not."""
+        return _SESSION.last
+
+
+# -------------------------------------------------------------------------------------------- call site
+class TorchTraceProfileContext:
+    """A profiled call site. Cheap to create at every step: only the session's first ``run()`` captures.
+
+    Arguments are checked here, so a typo fails on the first step rather than when a capture would start.
+    """
+
+    __slots__ = ("name", "_settings")
+
+    def __init__(
+        self,
+        name: Optional[str] = None,
+        *,
+        profile_format: str = "tensorboard",
+        tb_dir: Optional[str] = None,
+        chrome_path: Optional[str] = None,
+        wait: int = 1,
+        warmup: int = 3,
+        active: int = 1,
+        with_stack: bool = False,
+        tensorboard_port: int = 16006,
+        use_gzip: bool = False,
+        record_shapes: bool = False,
+        profile_memory: bool = False,
+        with_flops: bool = False,
+    ) -> None:
+        # Inline checks keep a context at every denoising step cheap; the dataclass names the bad field.
+        if (
+            type(wait) is not int
+            or type(warmup) is not int
+            or type(active) is not int
+            or wait < 0
+            or warmup < 0
+            or active < 1
+            or (profile_format != "tensorboard" and profile_format != "chrome")
+            or type(tensorboard_port) is not int
+            or not 0 < tensorboard_port < 65536
+            or type(with_stack) is not bool
+            or type(use_gzip) is not bool
+            or type(record_shapes) is not bool
+            or type(profile_memory) is not bool
+            or type(with_flops) is not bool
+            or (tb_dir is not None and (type(tb_dir) is not str or not tb_dir))
+            or (chrome_path is not None and (type(chrome_path) is not str or not chrome_path))
+            or (name is not None and type(name) is not str)
+        ):  # rare path: paths given as os.PathLike, or a bad value that the dataclass names in its ValueError
+            TorchTraceProfileConfig(profile_format, tb_dir, chrome_path, wait, warmup, active, with_stack,
+                                    tensorboard_port, use_gzip, record_shapes, profile_memory, with_flops)
+            if name is not None and not isinstance(name, str):
+                raise ValueError(f"name must be a str or None, got {type(name).__name__}")
+        self.name = name
+        self._settings = (profile_format, tb_dir, chrome_path, wait, warmup, active, with_stack,
+                          tensorboard_port, use_gzip, record_shapes, profile_memory, with_flops)
+
+    def __enter__(self) -> "TorchTraceProfileContext":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        return None
+
+    @property
+    def config(self) -> TorchTraceProfileConfig:
+        return TorchTraceProfileConfig(*self._settings)
+
+    def run(self, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Call ``func(*args, **kwargs)``; the session's first call is the capture (see the module docstring)."""
+        if _SESSION.claimed:
+            return func(*args, **kwargs)
+        generation = _SESSION.claim()
+        if generation is None:
+            return func(*args, **kwargs)
+        try:
+            label = self.name or _qualified_name(func)
+            return _Capture(self.config, label, generation).run(func, args, kwargs)
+        finally:
+            with _SESSION.lock:
+                _SESSION.capturing = False
+
+
+def _qualified_name(func: Callable[..., Any]) -> str:
+    inner = getattr(func, "func", func)  # functools.partial
+    return getattr(inner, "__qualname__", None) or type(inner).__qualname__
+
+
+# -------------------------------------------------------------------------------------------- a capture
+class _Capture:
+    """One capture: resolve where files go, drive torch.profiler over the target, export, report."""
+
+    def __init__(self, config: TorchTraceProfileConfig, label: str, generation: int) -> None:
+        self.config = config
+        self.label = label
+        self.generation = generation
+        self.rank, self.world_size, self.store = _distributed_identity()
+        self.trace_paths: list[str] = []
+        self.errors: list[str] = []
+        self.target_failed = False
+
+    def run(self, func: Callable[..., T], args: tuple, kwargs: dict) -> T:
+        import torch
+        import torch.profiler as tp
+
+        cfg = self.config
+        started = time.perf_counter()
+        try:
+            self.run_dir, self.log_dir, targets = self._plan_outputs()
+        except OSError as exc:
+            self._report_failure(f"cannot create the trace directory in {self._output_root()}: {exc}; "
+                                 "running unprofiled")
+            return func(*args, **kwargs)
+
+        use_cuda = torch.cuda.is_available()
+        activities = [tp.ProfilerActivity.CPU] + ([tp.ProfilerActivity.CUDA] if use_cuda else [])
+        _log(logging.INFO, f"[Profile] {self.label}: capturing {cfg.calls} calls (wait {cfg.wait}, warmup "
+                           f"{cfg.warmup}, active {cfg.active}){self._rank_tag()} -> {self.run_dir or targets[0]}")
+        prof = tp.profile(
+            activities=activities,
+            schedule=tp.schedule(wait=cfg.wait, warmup=cfg.warmup, active=cfg.active, repeat=1),
+            on_trace_ready=lambda p: self._export(p, targets),
+            record_shapes=cfg.record_shapes,
+            profile_memory=cfg.profile_memory,
+            with_stack=cfg.with_stack,
+            with_flops=cfg.with_flops,
+        )
+        try:
+            prof.__enter__()
+        except Exception as exc:  # e.g. "Profiler is already enabled on this thread" (the caller's own profiler)
+            self._report_failure(f"torch.profiler could not start: {exc!r}; running unprofiled")
+            return func(*args, **kwargs)
+
+        calls = 0
+        result: Any = None
+        try:
+            for _ in range(cfg.calls):
+                result = None  # let the previous result go before the next call allocates its own
+                result = func(*args, **kwargs)
+                calls += 1
+                try:
+                    if use_cuda and torch.cuda.is_initialized():
+                        torch.cuda.synchronize()  # GPU work lands inside its ProfilerStep#N
+                    prof.step()  # exports inside the step that follows the last active call
+                except Exception as exc:
+                    self.errors.append(f"torch.profiler failed after call {calls}: {exc!r}")
+                    break
+        except BaseException:
+            self.target_failed = True
+            self._stop(prof)
+            self._finish(calls, started, "the target raised; capture discarded, nothing exported")
+            raise
+        self._stop(prof)
+        self._finish(calls, started, None)
+        return result
+
+    # -- outputs -------------------------------------------------------------------------------------------
+    def _output_root(self) -> str:
+        """tensorboard: the logdir; chrome: the trace file (both absolute, resolved against the cwd now)."""
+        cfg = self.config
+        if cfg.profile_format == "chrome":
+            return os.path.abspath(os.fspath(cfg.chrome_path or os.path.join("save_results", "trace.json")))
+        log_dir = os.environ.get(ENV_DIR) or cfg.tb_dir or os.path.join("save_results", "torch_profile")
+        return os.path.abspath(os.fspath(log_dir))
+
+    def _plan_outputs(self) -> tuple[Optional[str], Optional[str], list[str]]:
+        cfg = self.config
+        if cfg.profile_format == "chrome":
+            path = self._output_root()
+            if cfg.use_gzip and not path.endswith(".gz"):
+                path += ".gz"
+            if self.world_size > 1:
+                path = _with_rank_suffix(path, self.rank, self.world_size)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            return None, None, [path]
+        log_dir = self._output_root()
+        run_dir = _shared_run_dir(log_dir, self.label, self.generation, self.store, self.world_size)
+        width = len(str(max(self.world_size - 1, 0)))
+        worker = f"rank{self.rank:0{width}d}_{_slug(socket.gethostname(), 40) or 'host'}"
+        return run_dir, log_dir, [os.path.join(run_dir, worker + ".pt.trace.json" + (".gz" if cfg.use_gzip else ""))]
+
+    def _export(self, prof, targets: list[str]) -> None:
+        """on_trace_ready: write each file under a hidden name, then rename; never raise into torch."""
+        if self.target_failed:
+            return
+        for path in targets:
+            try:
+                _export_atomically(prof, path, self.config.use_gzip)
+                self.trace_paths.append(path)
+            except Exception as exc:
+                self.errors.append(f"could not write {path}: {exc!r}")
+
+    @staticmethod
+    def _stop(prof) -> None:
+        try:
+            prof.__exit__(None, None, None)
+        except Exception as exc:
+            _log(logging.WARNING, f"[Profile] stopping torch.profiler failed: {exc!r}")
+
+    # -- reporting -----------------------------------------------------------------------------------------
+    def _rank_tag(self) -> str:
+        return f" [rank {self.rank}/{self.world_size}]" if self.world_size > 1 else ""
+
+    def _report_failure(self, message: str) -> None:
+        self.errors.append(message)
+        self._finish(0, time.perf_counter(), None)
+
+    def _finish(self, calls: int, started: float, abort_reason: Optional[str]) -> None:
+        cfg = self.config
+        error = abort_reason or ("; ".join(self.errors) if self.errors else None)
+        if not self.trace_paths and not error:
+            error = "torch.profiler produced no trace (was the schedule cut short?)"
+        result = CaptureResult(
+            label=self.label, profile_format=cfg.profile_format, trace_paths=list(self.trace_paths),
+            run_dir=getattr(self, "run_dir", None), log_dir=getattr(self, "log_dir", None), rank=self.rank,
+            world_size=self.world_size, calls=calls, seconds=time.perf_counter() - started, error=error,
+        )
+        _SESSION.last = result
+        if not result.trace_paths and result.run_dir and self.world_size == 1:
+            try:
+                os.rmdir(result.run_dir)  # leave no empty run behind; with several ranks others may still write
+            except OSError:
+                pass
+        if error:
+            level = logging.WARNING if abort_reason else logging.ERROR
+            _log(level, f"[Profile] {self.label}{self._rank_tag()}: {error}. The session is done; call "
+                        "TorchTraceProfiler.reset_session() to capture again.")
+        for path in result.trace_paths:
+            _log(logging.INFO, f"[Profile] {self.label}{self._rank_tag()}: wrote {path} ({_size(path)})")
+            for line in _capture_summary_lines(path):
+                _log(logging.INFO, f"[Profile]   {line}")
+        if result.trace_paths and self.rank == 0:
+            _log(logging.INFO, "\n".join(_viewing_hints(result, cfg)))
+
+
+def _distributed_identity() -> tuple[int, int, Any]:
+    """(rank, world_size, c10d store or None) of this process."""
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            try:
+                store = dist.distributed_c10d._get_default_store()
+            except Exception:  # private API; without it ranks still agree per node (see _shared_run_dir)
+                store = None
+            return dist.get_rank(), dist.get_world_size(), store
+    except ImportError:
+        pass
+    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1")), None
+
+
+def _shared_run_dir(log_dir: str, label: str, generation: int, store: Any, world_size: int) -> str:
+    """The capture's run directory, the same one on every rank of a job, a new one for every job and session.
+
+    The first rank to get here creates ``<time>_<label>`` exclusively (``_2``, ``_3``... when it exists) and
+    publishes the name with one compare-and-set on the job's c10d store; the others adopt it. Nobody waits for
+    anybody, so ranks that never reach the call site cannot hang the ones that do.
+    """
+    os.makedirs(log_dir, exist_ok=True)
+    base = f"{time.strftime('%Y%m%d-%H%M%S')}_{_slug(label, 60) or 'capture'}"
+    if world_size > 1 and store is None:
+        # No store (torchrun without init_process_group): local ranks share their launcher, so its pid and start
+        # time name the job on this node.
+        ppid = os.getppid()
+        started = _process_start_time(ppid)
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(started)) if started else time.strftime("%Y%m%d")
+        path = os.path.join(log_dir, f"{stamp}_{_slug(label, 60) or 'capture'}_job{ppid}")
+        os.makedirs(path, exist_ok=True)
+        return path
+    path = _make_unique_dir(log_dir, base)
+    if world_size > 1:
+        key = f"lightx2v/torch_trace_profiler/run_dir/{generation}"
+        name = os.path.basename(path)
+        agreed = store.compare_set(key, "", name)
+        agreed = agreed.decode() if isinstance(agreed, bytes) else str(agreed)
+        if agreed != name:
+            os.rmdir(path)  # another rank was first; ours is still empty
+            path = os.path.join(log_dir, agreed)
+            os.makedirs(path, exist_ok=True)
+    return path
+
+
+def _make_unique_dir(parent: str, base: str) -> str:
+    for n in range(1, 1000):
+        path = os.path.join(parent, base if n == 1 else f"{base}_{n}")
+        try:
+            os.mkdir(path)
+            return path
+        except FileExistsError:
+            continue
+    raise OSError(f"no free run directory name for {base!r} in {parent}")
+
+
+def _process_start_time(pid: int) -> Optional[float]:
+    """Epoch seconds at which ``pid`` started (Linux /proc), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/stat") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def _with_rank_suffix(path: str, rank: int, world_size: int) -> str:
+    """``trace.json`` -> ``trace.rank1.json`` (``.json.gz`` kept together)."""
+    width = len(str(world_size - 1))
+    for ext in (".json.gz", ".json", ".gz"):
+        if path.endswith(ext):
+            return f"{path[: -len(ext)]}.rank{rank:0{width}d}{ext}"
+    return f"{path}.rank{rank:0{width}d}"
+
+
+def _export_atomically(prof, path: str, use_gzip: bool) -> None:
+    """Export to a hidden temporary name that no reader matches, compress if asked, then rename into place."""
+    directory, name = os.path.split(path)
+    tmp_json = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+    tmp_gz = tmp_json + ".gz-tmp"
+    try:
+        prof.export_chrome_trace(tmp_json)
+        if not os.path.isfile(tmp_json):  # kineto logs its own write errors and returns normally
+            raise OSError(f"torch.profiler could not write the trace in {directory} (disk full or not writable?)")
+        if use_gzip:
+            with open(tmp_json, "rb") as src, gzip.open(tmp_gz, "wb", compresslevel=6) as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            os.replace(tmp_gz, path)
+        else:
+            os.replace(tmp_json, path)
+    finally:
+        for leftover in (tmp_json, tmp_gz, tmp_json + ".tmp"):  # kineto writes <path>.tmp, then renames
+            try:
+                os.remove(leftover)
+            except FileNotFoundError:
+                pass
+
+
+def _slug(text: str, limit: int) -> str:
+    """A file-name-safe version of a label: ``"🚀 infer_main"`` -> ``"infer_main"``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._-")[:limit]
+
+
+def _size(path: str) -> str:
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return "size unknown"
+    return f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.0f} KB"
+
+
+# ------------------------------------------------------------------------------------------------ output
+def _log(level: int, message: str) -> None:
+    """Log through stdlib logging; when nothing is configured, print to stderr so a plain script shows it."""
+    if not logger.hasHandlers():
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.INFO)
+    logger.log(level, message)
+
+
+def _viewing_hints(result: CaptureResult, cfg: TorchTraceProfileConfig) -> list[str]:
+    """The copy-paste lines a user needs to open the trace, locally or over SSH."""
+    lines = [f"[Profile] {result.label}: trace ready ({result.calls} calls, {result.seconds:.2f} s"
+             f"{f', {result.world_size} ranks' if result.world_size > 1 else ''})"]
+    browser = _trace_browser_url(result.trace_paths[0])
+    if cfg.profile_format == "tensorboard":
+        port = _hint_port(cfg.tensorboard_port)
+        lines += [
+            f"  run directory: {result.run_dir}",
+            f"  TensorBoard:   tensorboard --logdir {result.log_dir} --port {port}",
+            f"  open:          http://127.0.0.1:{port}/#pytorch_profiler",
+            f"  remote (SSH):  ssh -N -L {port}:127.0.0.1:{port} <user>@<this-host>, then open the URL above",
+        ]
+    else:
+        where = os.path.dirname(result.trace_paths[0])
+        lines += [
+            f"  chrome trace:  {', '.join(result.trace_paths)}",
+            "  open in https://ui.perfetto.dev or chrome://tracing (drag the file in)",
+            f"  remote (SSH):  scp <user>@<this-host>:{where}/<file> . (or use the Perfetto page below)",
+        ]
+    if browser:
+        lines.append(f"  Perfetto page: {browser} (lists every trace, opens it in Perfetto in one click)")
+    return lines
+
+
+def _hint_port(default: int) -> int:
+    value = os.environ.get(ENV_PORT, "").strip()
+    if value.isdigit() and 1 <= int(value) <= 65535:
+        return int(value)
+    return default
+
+
+def _trace_browser_url(trace_path: str) -> Optional[str]:
+    """The Perfetto page's URL if a trace browser serves an ancestor folder of the trace and answers now."""
+    directory = os.path.dirname(os.path.abspath(trace_path))
+    for _ in range(8):
+        info_path = os.path.join(directory, TRACE_BROWSER_FILE)
+        if os.path.isfile(info_path):
+            try:
+                with open(info_path) as f:
+                    info = json.load(f)
+                with socket.create_connection(("127.0.0.1", int(info["port"])), timeout=0.3):
+                    pass
+                return str(info["url"])
+            except (OSError, ValueError, KeyError, TypeError):
+                return None
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    return None
+
+
+def _capture_summary_lines(trace_path: str) -> list[str]:
+    """A few report lines from ``lightx2v.trace_summary`` (which also writes ``<trace>.summary.txt``).
+
+    Optional: when the file is used outside this project the module is absent and this returns nothing.
+    """
+    try:
+        from lightx2v.trace_summary import write_capture_summary
+    except ImportError:
+        return []
+    try:
+        return list(write_capture_summary(trace_path))
+    except Exception as exc:
+        return [f"(no summary: {exc!r})"]

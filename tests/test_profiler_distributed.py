@@ -1,0 +1,88 @@
+"""torchrun for real (gloo, 2 ranks): one run directory per job, one file per rank, nothing skipped or clobbered."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT, subprocess_env
+from profiler_helpers import load_trace, run_dirs
+
+PROGRAM = REPO_ROOT / "tests" / "programs" / "distributed_capture.py"
+
+
+def torchrun(cwd: Path, *args: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(PROGRAM), *args],
+        capture_output=True, text=True, timeout=300, cwd=cwd, env=subprocess_env(OMP_NUM_THREADS="1"),
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    return output
+
+
+def results(output: str) -> dict[int, dict[str, str]]:
+    rows = [dict(kv.split("=", 1) for kv in line.split()[1:]) for line in output.splitlines()
+            if line.startswith("RESULT ")]
+    return {int(row["rank"]): row for row in rows}
+
+
+@pytest.fixture(scope="module")
+def two_tensorboard_jobs(tmp_path_factory):
+    cwd = tmp_path_factory.mktemp("torchrun")
+    return cwd, torchrun(cwd, "tensorboard"), torchrun(cwd, "tensorboard")
+
+
+def test_all_ranks_write_one_run_directory_one_file_each(two_tensorboard_jobs):
+    cwd, first_job, _ = two_tensorboard_jobs
+    by_rank = results(first_job)
+    assert sorted(by_rank) == [0, 1]
+    assert all(row["world"] == "2" and row["calls"] == "5" for row in by_rank.values())
+    # The collective in the target ran on both ranks: x = rank + 1, all_reduce(relu(x @ x)) over a 16x16 matrix.
+    expected = sum(16 * (rank + 1) ** 2 for rank in (0, 1)) * 16 * 16
+    assert {row["sum"] for row in by_rank.values()} == {str(float(expected))}
+
+    first_run = Path(by_rank[0]["paths"]).parent
+    assert Path(by_rank[1]["paths"]).parent == first_run
+    files = sorted(p.name for p in first_run.iterdir())
+    assert len(files) == 2 and files[0].startswith("rank0_") and files[1].startswith("rank1_")
+    for rank in (0, 1):
+        trace = load_trace(by_rank[rank]["paths"])
+        assert trace["distributedInfo"]["rank"] == rank
+        assert trace["distributedInfo"]["world_size"] == 2
+        names = {e.get("name") for e in trace["traceEvents"]}
+        assert {"ProfilerStep#4", "rank_work"} <= names
+
+    # Logs name the rank that wrote each file; the viewing hint comes once, from rank 0.
+    for rank in (0, 1):
+        assert f"[rank {rank}/2]: wrote {by_rank[rank]['paths']}" in first_job
+    assert first_job.count("trace ready") == 1
+    assert first_job.count("#pytorch_profiler") == 1
+
+
+def test_successive_jobs_get_their_own_run_directories(two_tensorboard_jobs):
+    cwd, first_job, second_job = two_tensorboard_jobs
+    runs = run_dirs(cwd / "tb")
+    assert len(runs) == 2
+    assert Path(results(first_job)[0]["paths"]).parent != Path(results(second_job)[0]["paths"]).parent
+    assert all(len(list(run.iterdir())) == 2 for run in runs)
+    assert all(re.fullmatch(r"\d{8}-\d{6}_infer_main(_\d+)?", run.name) for run in runs)
+
+
+def test_chrome_format_writes_one_file_per_rank(tmp_path):
+    by_rank = results(torchrun(tmp_path, "chrome"))
+    assert by_rank[0]["paths"] == str(tmp_path / "chrome" / "trace.rank0.json")
+    assert by_rank[1]["paths"] == str(tmp_path / "chrome" / "trace.rank1.json")
+    for rank in (0, 1):
+        assert load_trace(by_rank[rank]["paths"])["distributedInfo"]["rank"] == rank
+    assert not (tmp_path / "chrome" / "trace.json").exists()
+
+
+def test_ranks_without_a_process_group_still_share_a_run_directory(tmp_path):
+    by_rank = results(torchrun(tmp_path, "tensorboard", "--no-init"))
+    assert Path(by_rank[0]["paths"]).parent == Path(by_rank[1]["paths"]).parent
+    assert len(run_dirs(tmp_path / "tb")) == 1

@@ -1,0 +1,278 @@
+"""Nothing is lost: target errors propagate untouched, export errors are reported, readers never see partial files."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import REPO_ROOT, subprocess_env
+from lightx2v.utils import torch_trace_profiler
+from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchTraceProfiler
+from profiler_helpers import PLUGIN_TRACE_RE, plugin_traces
+
+
+@pytest.fixture(autouse=True)
+def fresh_session(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for var in ("LIGHTX2V_TORCH_PROFILE", "LIGHTX2V_TORCH_PROFILE_DIR", "LIGHTX2V_TENSORBOARD_PORT"):
+        monkeypatch.delenv(var, raising=False)
+    TorchTraceProfiler.reset_session()
+    yield
+    TorchTraceProfiler.reset_session()
+
+
+class Boom(RuntimeError):
+    pass
+
+
+@pytest.mark.parametrize("failing_call", [1, 3, 5])  # wait, warmup, active phase
+def test_target_exception_propagates_unchanged_and_releases_the_profiler(tmp_path, failing_call):
+    raised = Boom("out of memory, say")
+    calls = 0
+
+    def target():
+        nonlocal calls
+        calls += 1
+        if calls == failing_call:
+            raise raised
+        return torch.ones(3).sum()
+
+    with pytest.raises(Boom) as info:
+        with TorchTraceProfileContext("fails", tb_dir="tb") as profile:
+            profile.run(target)
+    assert info.value is raised and info.value.__traceback__ is not None
+    assert calls == failing_call
+
+    # Nothing visible, nothing half-written, no empty run left behind.
+    assert list((tmp_path / "tb").rglob("*")) == []
+    capture = TorchTraceProfiler.last_capture()
+    assert capture.trace_paths == [] and "raised" in capture.error
+
+    # The profiler was stopped: a fresh torch.profiler starts on this thread right away.
+    with torch.profiler.profile() as prof:
+        torch.ones(2) + 1
+    assert prof.key_averages()
+
+    # Documented policy: the failed capture ends the session (no 5x re-run on the next step) ...
+    target_calls_before = calls
+    TorchTraceProfileContext("fails").run(lambda: "plain")
+    assert calls == target_calls_before
+    # ... and reset_session() lets the next call capture again.
+    TorchTraceProfiler.reset_session()
+    calls = 100
+    TorchTraceProfileContext("retry", tb_dir="tb").run(target)
+    assert calls == 105 and len(plugin_traces(tmp_path / "tb")) == 1
+
+
+def test_keyboard_interrupt_propagates_and_stops_profiler():
+    def target():
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        TorchTraceProfileContext("ctrl-c").run(target)
+    with torch.profiler.profile():
+        pass
+
+
+def test_unwritable_trace_directory_still_returns_the_result(tmp_path, caplog):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory")
+    calls = 0
+
+    def target():
+        nonlocal calls
+        calls += 1
+        return "the inference result"
+
+    with caplog.at_level("ERROR", logger=torch_trace_profiler.__name__):
+        result = TorchTraceProfileContext("ro", tb_dir=str(blocker / "tb")).run(target)
+    assert result == "the inference result"
+    assert calls == 1  # no pointless 5x capture when nothing can be written
+    assert str(blocker / "tb") in caplog.text and "cannot create the trace directory" in caplog.text
+
+
+def test_read_only_directory_for_an_unprivileged_user():
+    """A real permission failure: the child drops root and writes into a directory it may only read."""
+    with tempfile.TemporaryDirectory() as parent:  # pytest's tmp_path sits in a 0700 tree
+        os.chmod(parent, 0o755)
+        _write_into_read_only_dir_as_nobody(Path(parent) / "ro")
+
+
+def _write_into_read_only_dir_as_nobody(read_only: Path) -> None:
+    read_only.mkdir()
+    os.chmod(read_only, 0o555)
+    script = textwrap.dedent(f"""
+        import os, torch, torch.profiler  # imported as root: the interpreter may live under /root
+        from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext
+        os.setgid(65534); os.setuid(65534)
+        print(TorchTraceProfileContext("ro", tb_dir={str(read_only)!r}).run(lambda: "result kept"))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env=subprocess_env(), cwd="/")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "result kept"
+    assert "cannot create the trace directory" in proc.stderr and str(read_only) in proc.stderr
+    assert list(read_only.iterdir()) == []
+
+
+def test_disk_full_during_export_is_reported_and_leaves_no_partial_file(tmp_path):
+    """RLIMIT_FSIZE makes every write past 20 kB fail (EFBIG), as a full disk would, inside torch's exporter."""
+    script = textwrap.dedent(f"""
+        import resource, signal, torch
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
+        from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext
+        def target(x):
+            for _ in range(50):
+                x = torch.relu(x @ x)
+            return x.shape
+        print(TorchTraceProfileContext("full disk", tb_dir="tb", with_stack=True).run(target, torch.ones(8, 8)))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env=subprocess_env(), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "torch.Size([8, 8])"
+    assert "could not write" in proc.stderr and str(tmp_path / "tb") in proc.stderr
+    leftovers = [p for p in (tmp_path / "tb").rglob("*") if p.is_file()]
+    assert leftovers == []
+
+
+def test_partial_trace_is_never_visible_to_a_polling_reader(tmp_path):
+    """A reader polling the logdir like TensorBoard's plugin must parse every trace it can see."""
+    seen: dict[str, bool] = {}
+    stop = threading.Event()
+
+    def scan():
+        for path in (tmp_path / "tb").rglob("*"):
+            if PLUGIN_TRACE_RE.match(path.name) and path.name not in seen:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+                try:
+                    json.loads(text)
+                    seen[path.name] = True
+                except ValueError:
+                    seen[path.name] = False
+
+    def reader():
+        while not stop.is_set():
+            scan()
+
+    def target(x):
+        for _ in range(300):
+            x = torch.tanh(x @ x)
+        return x
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        TorchTraceProfileContext("big", tb_dir="tb", with_stack=True).run(target, torch.ones(16, 16))
+    finally:
+        stop.set()
+        thread.join()
+    scan()
+    (path,) = TorchTraceProfiler.last_capture().trace_paths
+    assert os.path.getsize(path) > 200_000  # big enough that a non-atomic write would be caught mid-way
+    assert seen and all(seen.values()), seen
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"profile_format": "perfetto"}, "profile_format"),
+        ({"wait": -1}, "wait"),
+        ({"warmup": -2}, "warmup"),
+        ({"active": 0}, "active"),
+        ({"wait": 1.5}, "wait"),
+        ({"active": "1"}, "active"),
+        ({"warmup": True}, "warmup"),
+        ({"tensorboard_port": 0}, "tensorboard_port"),
+        ({"tensorboard_port": 65536}, "tensorboard_port"),
+        ({"tensorboard_port": "16006"}, "tensorboard_port"),
+        ({"with_stack": "yes"}, "with_stack"),
+        ({"use_gzip": 1}, "use_gzip"),
+        ({"tb_dir": 42}, "tb_dir"),
+        ({"chrome_path": ""}, "chrome_path"),
+        ({"name": 3}, "name"),
+    ],
+)
+def test_bad_arguments_raise_value_error_naming_the_field(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        TorchTraceProfileContext(**kwargs)
+
+
+def test_bad_arguments_raise_even_after_the_session_is_done():
+    TorchTraceProfileContext("first").run(lambda: None)
+    assert TorchTraceProfiler.session_done()
+    with pytest.raises(ValueError, match="active"):
+        TorchTraceProfileContext("late", active=0)
+
+
+def test_hints_are_visible_in_a_plain_script(tmp_path):
+    """No logging configuration at all: the done-message still reaches the terminal, with every hint."""
+    script = tmp_path / "plain.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext
+        with TorchTraceProfileContext("🚀 infer_main", tensorboard_port=17007) as profile:
+            profile.run(torch.ones(4).sum)
+    """))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          env=subprocess_env(), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    log = proc.stderr
+    log_dir = tmp_path / "save_results" / "torch_profile"
+    (trace,) = plugin_traces(log_dir)
+    assert "🚀 infer_main" in log
+    assert str(trace) in log
+    assert f"tensorboard --logdir {log_dir} --port 17007" in log
+    assert "http://127.0.0.1:17007/#pytorch_profiler" in log
+    assert "ssh -N -L 17007:127.0.0.1:17007" in log
+
+
+def test_hint_port_follows_the_published_port_and_chrome_hint(tmp_path):
+    script = textwrap.dedent("""
+        import torch
+        from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext
+        TorchTraceProfileContext("c", profile_format="chrome").run(torch.ones(4).sum)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env=subprocess_env(LIGHTX2V_TENSORBOARD_PORT="18008"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert str(tmp_path / "save_results" / "trace.json") in proc.stderr
+    assert "https://ui.perfetto.dev" in proc.stderr and "chrome://tracing" in proc.stderr
+
+    script = script.replace('"c", profile_format="chrome"', '"t"')
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env=subprocess_env(LIGHTX2V_TENSORBOARD_PORT="18008"), cwd=tmp_path)
+    assert "http://127.0.0.1:18008/#pytorch_profiler" in proc.stderr
+
+
+def test_module_is_self_contained_and_imports_torch_lazily():
+    source = (REPO_ROOT / "lightx2v" / "utils" / "torch_trace_profiler.py").read_text()
+    top_level = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            top_level |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            top_level.add(node.module.split(".")[0])
+    third_party = top_level - set(sys.stdlib_module_names) - {"torch", "lightx2v"}
+    assert third_party == set()
+    # lightx2v.trace_summary is the one optional import (guarded); nothing else of the project.
+    assert "from lightx2v.trace_summary import write_capture_summary" in source
+
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys, lightx2v.utils.torch_trace_profiler; print(sorted("
+         "m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy', 'lightx2v')))"],
+        capture_output=True, text=True, timeout=60, env=subprocess_env())
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['lightx2v', 'lightx2v.utils', 'lightx2v.utils.torch_trace_profiler']"

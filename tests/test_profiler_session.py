@@ -1,0 +1,182 @@
+"""The capture contract in one process: how often the target runs, what the trace holds, one capture a session."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchTraceProfiler
+from profiler_helpers import event_names, load_trace, plugin_traces, run_dirs
+
+
+@pytest.fixture(autouse=True)
+def fresh_session(tmp_path, monkeypatch):
+    """Each test starts a new session in an empty working directory with the environment switches unset."""
+    monkeypatch.chdir(tmp_path)
+    for var in ("LIGHTX2V_TORCH_PROFILE", "LIGHTX2V_TORCH_PROFILE_DIR", "LIGHTX2V_TENSORBOARD_PORT"):
+        monkeypatch.delenv(var, raising=False)
+    TorchTraceProfiler.reset_session()
+    yield
+    TorchTraceProfiler.reset_session()
+
+
+class Model:
+    """A small target with a named region, counting its calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.weight = torch.randn(32, 32)
+
+    def infer(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        with torch.profiler.record_function("my_attention_region"):
+            return torch.relu(x @ self.weight) + self.calls
+
+
+def test_first_run_calls_target_schedule_times_and_returns_last_result(tmp_path):
+    model = Model()
+    with TorchTraceProfileContext("🚀 infer_main") as profile:
+        result = profile.run(model.infer, torch.ones(4, 32))
+    assert model.calls == 1 + 3 + 1
+    assert torch.equal(result, torch.relu(torch.ones(4, 32) @ model.weight) + 5)  # the fifth call's result
+
+    traces = plugin_traces(tmp_path / "save_results" / "torch_profile")
+    assert len(traces) == 1 and traces[0].name.startswith("rank0_")
+    assert traces[0].parent.name.endswith("_infer_main")  # readable, time-sorted run name with the label
+    trace = load_trace(traces[0])
+    names = event_names(trace)
+    assert "ProfilerStep#4" in names  # the active step (steps 0..4 with wait 1, warmup 3)
+    assert names.count("my_attention_region") == 1  # only the active call is exported
+    assert "aten::mm" in names
+    assert not any(e.get("cat") == "python_function" for e in trace["traceEvents"])  # with_stack off
+
+
+def test_new_context_every_step_captures_once(tmp_path):
+    model = Model()
+    for _ in range(8):  # the denoising loop: a fresh context object per step
+        with TorchTraceProfileContext("🚀 infer_main", tb_dir="traces") as profile:
+            profile.run(model.infer, torch.ones(2, 32))
+    assert model.calls == 5 + 7
+    assert len(plugin_traces(tmp_path / "traces")) == 1
+    assert TorchTraceProfiler.session_done()
+
+
+def test_other_call_sites_and_nested_calls_run_once():
+    outer_model, inner_model, later_model = Model(), Model(), Model()
+
+    def outer(x):
+        # A nested profiled call inside the captured target is a plain call.
+        with TorchTraceProfileContext("inner") as inner:
+            inner.run(inner_model.infer, x)
+        return outer_model.infer(x)
+
+    with TorchTraceProfileContext("outer") as profile:
+        profile.run(outer, torch.ones(2, 32))
+    with TorchTraceProfileContext("later call site") as profile:
+        profile.run(later_model.infer, torch.ones(2, 32))
+    assert (outer_model.calls, inner_model.calls, later_model.calls) == (5, 5, 1)
+    assert TorchTraceProfiler.last_capture().label == "outer"
+
+
+def test_reset_session_captures_again_into_a_new_run(tmp_path):
+    model = Model()
+    site = TorchTraceProfileContext("site", tb_dir="tb")
+    site.run(model.infer, torch.ones(2, 32))
+    site.run(model.infer, torch.ones(2, 32))
+    TorchTraceProfiler.reset_session()
+    site.run(model.infer, torch.ones(2, 32))  # the same context object is reusable
+    assert model.calls == 5 + 1 + 5
+    assert len(run_dirs(tmp_path / "tb")) == 2  # the plugin loads a run once: a new capture is a new run
+
+
+def test_default_label_is_the_targets_qualified_name(tmp_path):
+    model = Model()
+    TorchTraceProfileContext().run(model.infer, torch.ones(2, 32))
+    capture = TorchTraceProfiler.last_capture()
+    assert capture.label == "Model.infer"
+    assert capture.run_dir.endswith("_Model.infer")
+
+
+def test_custom_schedule_and_with_stack(tmp_path):
+    model = Model()
+    TorchTraceProfileContext("s", wait=0, warmup=1, active=2, with_stack=True).run(model.infer, torch.ones(2, 32))
+    assert model.calls == 3
+    trace = load_trace(TorchTraceProfiler.last_capture().trace_paths[0])
+    names = event_names(trace)
+    assert {"ProfilerStep#1", "ProfilerStep#2"} <= set(names) and "ProfilerStep#0" not in names
+    assert names.count("my_attention_region") == 2
+    python_events = event_names(trace, "python_function")
+    assert any("infer" in name for name in python_events), python_events[:10]
+
+
+def test_gzip_writes_a_plugin_visible_gz_trace(tmp_path):
+    TorchTraceProfileContext("gz", use_gzip=True).run(Model().infer, torch.ones(2, 32))
+    (path,) = plugin_traces(tmp_path / "save_results" / "torch_profile")
+    assert path.name.endswith(".pt.trace.json.gz")
+    assert "ProfilerStep#4" in event_names(load_trace(path))
+
+
+def test_chrome_format_writes_chrome_path(tmp_path):
+    TorchTraceProfileContext("chrome", profile_format="chrome").run(Model().infer, torch.ones(2, 32))
+    path = tmp_path / "save_results" / "trace.json"
+    assert TorchTraceProfiler.last_capture().trace_paths == [str(path)]
+    assert "my_attention_region" in event_names(load_trace(path))
+    assert not (tmp_path / "save_results" / "torch_profile").exists()
+
+    TorchTraceProfiler.reset_session()
+    TorchTraceProfileContext(profile_format="chrome", chrome_path="out/t.json", use_gzip=True).run(
+        Model().infer, torch.ones(2, 32))
+    assert "ProfilerStep#4" in event_names(load_trace(tmp_path / "out" / "t.json.gz"))
+
+
+def test_optional_recording_switches_reach_the_trace(tmp_path):
+    TorchTraceProfileContext("shapes", record_shapes=True, profile_memory=True, with_flops=True).run(
+        Model().infer, torch.ones(2, 32))
+    events = load_trace(TorchTraceProfiler.last_capture().trace_paths[0])["traceEvents"]
+    mm = next(e for e in events if e.get("name") == "aten::mm")
+    assert mm["args"]["Input Dims"] == [[2, 32], [32, 32]]
+    # with_flops is passed through too; torch 2.13 reports FLOPs in key_averages(), not in the CPU trace.
+    assert any(e.get("name") == "[memory]" for e in events)
+
+
+def test_eight_threads_racing_make_exactly_one_capture(tmp_path):
+    model = Model()
+    start = threading.Barrier(8)
+    errors: list[BaseException] = []
+
+    def worker():
+        try:
+            start.wait()
+            with TorchTraceProfileContext("race", tb_dir="race") as profile:
+                profile.run(model.infer, torch.ones(2, 32))
+        except BaseException as exc:  # "Profiler is already enabled" would land here
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert model.calls == 5 + 7
+    assert len(plugin_traces(tmp_path / "race")) == 1
+
+
+def test_switched_off_by_environment(tmp_path, monkeypatch):
+    for value in ("0", "false", "OFF"):
+        monkeypatch.setenv("LIGHTX2V_TORCH_PROFILE", value)
+        TorchTraceProfiler.reset_session()
+        model = Model()
+        TorchTraceProfileContext("off").run(model.infer, torch.ones(2, 32))
+        assert model.calls == 1
+    assert not (tmp_path / "save_results").exists()
+
+
+def test_profile_dir_environment_replaces_tb_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("LIGHTX2V_TORCH_PROFILE_DIR", str(tmp_path / "volume"))
+    TorchTraceProfileContext("env", tb_dir="ignored").run(Model().infer, torch.ones(2, 32))
+    assert len(plugin_traces(tmp_path / "volume")) == 1
+    assert not (tmp_path / "ignored").exists()
+    assert TorchTraceProfiler.last_capture().log_dir == str(tmp_path / "volume")

@@ -226,6 +226,7 @@ def write_outputs(latents, config, path: Path, meta: dict) -> dict[str, str]:
 
 
 def capture_info() -> dict | None:
+    """This rank's capture as the profiler reports it (None when nothing was captured)."""
     from lightx2v.utils.torch_trace_profiler import TorchTraceProfiler
 
     cap = TorchTraceProfiler.last_capture()
@@ -233,9 +234,12 @@ def capture_info() -> dict | None:
         return None
     return {
         "label": cap.label,
-        "run_dir": str(cap.run_dir),
-        "trace_paths": [str(p) for p in cap.trace_paths],
+        "profile_format": cap.profile_format,
+        "run_dir": cap.run_dir,
+        "trace_paths": list(cap.trace_paths),
         "calls": cap.calls,
+        "seconds": cap.seconds,
+        "error": cap.error,
     }
 
 
@@ -301,11 +305,14 @@ def run(args: argparse.Namespace, arch: QwenImageArch, device, dtype) -> None:
         print(f"preview: {outputs['preview']}\nlatents: {outputs['latents']}\nmetadata: {outputs['metadata']}")
         calls = runner.model.infer_calls
         print(f"denoise: {t2 - t1:.2f} s for {config.infer_steps} steps, model.infer called {calls} times")
-        if capture:
+        if capture and capture["run_dir"]:
             print(f"trace run directory: {capture['run_dir']}")
-            print("\n".join(f"trace: {trace}" for trace in capture["trace_paths"]))
-        elif args.profile:
-            print("trace: none captured (profiling disabled by LIGHTX2V_TORCH_PROFILE, or the export failed; see log)")
+        for trace in capture["trace_paths"] if capture else []:
+            print(f"trace: {trace}")
+        if capture and capture["error"]:
+            print(f"trace: capture incomplete: {capture['error']}")
+        elif args.profile and not capture:
+            print("trace: none captured (profiling switched off by LIGHTX2V_TORCH_PROFILE)")
     finally:
         distributed.teardown()
 

@@ -1,12 +1,14 @@
 """Embedded inference on CPU: seconds per denoising step (tiny, small) and the cost of profiling a whole run.
 
 Every number comes from real `python -m lightx2v.infer` processes started by this script:
-- seconds/step: unprofiled runs; the CLI's own timer (`seconds.denoise` in its metadata JSON) / steps;
+- seconds/step: unprofiled runs; the CLI's own timer (`seconds.denoise` in its metadata JSON) / steps, with
+  torch's default threads and with `--threads 1` (on a 2-core machine that also runs other work, 2 threads
+  spin-wait for each other at every small op);
 - profiled/unprofiled: the same run with `--profile` (capture at step 0: 1 wait + 3 warmup + 1 active
   calls) and `--no-profile`, alternated A/B/A/B so machine load hits both alike; both the process wall time
   and the in-process denoise time, medians over the repeats.
 
-    python benchmarks/bench_infer.py [--repeats 3] [--presets tiny small] [--ratio_preset tiny]
+    python benchmarks/bench_infer.py [--repeats 3] [--presets tiny small] [--threads default 1] [--ratio_preset tiny]
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ def run_cli(workdir: Path, *args: str) -> tuple[float, dict]:
     """(process wall seconds, metadata) of one CLI run in `workdir`."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     env.pop("LIGHTX2V_TORCH_PROFILE", None)
+    workdir.mkdir(parents=True, exist_ok=True)
     save = workdir / "out.png"
     t0 = time.perf_counter()
     proc = subprocess.run(
@@ -52,10 +55,12 @@ def run_cli(workdir: Path, *args: str) -> tuple[float, dict]:
     return wall, json.loads(save.with_suffix(".json").read_text())
 
 
-def per_step(preset: str, steps: int, repeats: int, tmp: Path) -> dict:
+def per_step(preset: str, steps: int, repeats: int, tmp: Path, threads: str) -> dict:
     denoise, init = [], []
+    extra = ["--threads", threads] if threads != "default" else []
     for i in range(repeats):
-        _, meta = run_cli(tmp / f"{preset}-{i}", "--preset", preset, "--infer_steps", str(steps), "--no-profile")
+        args = ["--preset", preset, "--infer_steps", str(steps), "--no-profile", *extra]
+        _, meta = run_cli(tmp / f"{preset}-{threads}-{i}", *args)
         denoise.append(meta["seconds"]["denoise"] / steps)
         init.append(meta["seconds"]["init"])
     return {
@@ -87,6 +92,7 @@ def main() -> None:
     p.add_argument("--presets", nargs="+", default=["tiny", "small"])
     p.add_argument("--steps", type=int, default=8)
     p.add_argument("--ratio_preset", default="tiny")
+    p.add_argument("--threads", nargs="+", default=["default", "1"], help="torch CPU threads to compare")
     args = p.parse_args()
 
     import torch
@@ -97,15 +103,16 @@ def main() -> None:
         tmp = Path(d)
         print("\n== seconds per denoising step (CPU fp32, CFG on = 2 forwards/step, --no-profile, ", end="")
         print(f"median of {args.repeats})")
-        print(f"{'preset':<8} {'params':>10} {'resolution':>11} {'tokens':>7} {'s/step':>8} {'best':>8} {'init s':>7}")
+        print(f"{'preset':<8} {'params':>10} {'resolution':>11} {'tokens':>7} {'threads':>8} {'s/step':>8} {'best':>8}")
         for preset in args.presets:
-            r = per_step(preset, args.steps, args.repeats, tmp)
-            a = r["meta"]["arch"]
-            tokens = (a["height"] // 16) * (a["width"] // 16)
-            print(
-                f"{preset:<8} {r['meta']['param_count'] / 1e6:>9.1f}M {a['height']:>5}x{a['width']:<5} {tokens:>7}"
-                f" {r['s_per_step']:>8.3f} {r['min']:>8.3f} {r['init_s']:>7.2f}"
-            )
+            for threads in args.threads:
+                r = per_step(preset, args.steps, args.repeats, tmp, threads)
+                a = r["meta"]["arch"]
+                tokens = (a["height"] // 16) * (a["width"] // 16)
+                print(
+                    f"{preset:<8} {r['meta']['param_count'] / 1e6:>9.1f}M {a['height']:>5}x{a['width']:<5} {tokens:>7}"
+                    f" {r['meta']['threads']:>8} {r['s_per_step']:>8.3f} {r['min']:>8.3f}"
+                )
 
         print(f"\n== profiled / unprofiled, whole run ({args.ratio_preset}, {args.steps} steps, A/B x{args.repeats})")
         r = profile_ratio(args.ratio_preset, args.steps, args.repeats, tmp)

@@ -82,6 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--num_heads", type=int, default=None, help="override the preset's attention heads")
     g.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto: CUDA when available")
     g.add_argument("--dtype", default="auto", choices=["auto", *DTYPES], help="auto: bf16 on CUDA, fp32 on CPU")
+    g.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="CPU threads for torch (default: torch's, one per core); 1 is much faster on a busy small machine",
+    )
 
     g = p.add_argument_group("profiler (TorchTraceProfileContext at infer_main)")
     g.add_argument(
@@ -123,6 +129,8 @@ def check_args(args: argparse.Namespace, arch: QwenImageArch, world_size: int) -
             problems.append(f"--{flag} must be >= 0, got {getattr(args, flag)}")
     if args.profile_active < 1:
         problems.append(f"--profile_active must be >= 1, got {args.profile_active}")
+    if args.threads is not None and args.threads < 1:
+        problems.append(f"--threads must be >= 1, got {args.threads}")
     if args.tensorboard_port is not None and not 1 <= args.tensorboard_port <= 65535:
         problems.append(f"--tensorboard_port must be in 1-65535, got {args.tensorboard_port}")
     if args.cfg_parallel and world_size != 2:
@@ -251,6 +259,8 @@ def run(args: argparse.Namespace, arch: QwenImageArch, device, dtype) -> None:
     from lightx2v.models.runners.qwen_image.qwen_image_runner import QwenImageRunConfig, QwenImageRunner
     from lightx2v.utils import distributed
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     rank, world_size, device = distributed.setup(device)
     try:
         config = QwenImageRunConfig(
@@ -292,6 +302,7 @@ def run(args: argparse.Namespace, arch: QwenImageArch, device, dtype) -> None:
             "seed": args.seed,
             "guidance_scale": args.guidance_scale,
             "device": str(device),
+            "threads": torch.get_num_threads(),
             "dtype": str(dtype).removeprefix("torch."),
             "world_size": world_size,
             "cfg_parallel": args.cfg_parallel,

@@ -24,6 +24,7 @@ CASES = [
     (["--width", "0"], "--width 0 must be a positive multiple of 16"),
     (["--num_heads", "3"], "hidden_size 128 is not divisible by num_heads 3"),
     (["--num_layers", "0"], "num_layers must be >= 1, got 0"),
+    (["--threads", "0"], "--threads must be >= 1, got 0"),
     (["--profile_active", "0"], "--profile_active must be >= 1, got 0"),
     (["--cfg_parallel"], "--cfg_parallel runs the two CFG branches on exactly 2 processes"),
     (["--device", "cuda"], "--device cuda: CUDA is not available"),

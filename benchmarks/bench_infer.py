@@ -71,13 +71,16 @@ def per_step(preset: str, steps: int, repeats: int, tmp: Path, threads: str) -> 
     }
 
 
-def profile_ratio(preset: str, steps: int, repeats: int, tmp: Path) -> dict:
+def profile_ratio(preset: str, steps: int, repeats: int, tmp: Path, threads: str) -> dict:
     walls = {"profiled": [], "unprofiled": []}
     denoise = {"profiled": [], "unprofiled": []}
     for i in range(repeats):
         for mode in ("profiled", "unprofiled"):  # A/B alternation within the same period of machine load
             flag = "--profile" if mode == "profiled" else "--no-profile"
-            wall, meta = run_cli(tmp / f"ratio-{mode}-{i}", "--preset", preset, "--infer_steps", str(steps), flag)
+            extra = ["--threads", threads] if threads != "default" else []
+            wall, meta = run_cli(
+                tmp / f"ratio-{mode}-{i}", "--preset", preset, "--infer_steps", str(steps), flag, *extra
+            )
             walls[mode].append(wall)
             denoise[mode].append(meta["seconds"]["denoise"])
             if mode == "profiled":
@@ -92,6 +95,7 @@ def main() -> None:
     p.add_argument("--presets", nargs="+", default=["tiny", "small"])
     p.add_argument("--steps", type=int, default=8)
     p.add_argument("--ratio_preset", default="tiny")
+    p.add_argument("--ratio_threads", default="1", help="threads for the A/B runs (1: least noise on a busy box)")
     p.add_argument("--threads", nargs="+", default=["default", "1"], help="torch CPU threads to compare")
     args = p.parse_args()
 
@@ -114,8 +118,9 @@ def main() -> None:
                     f" {r['meta']['threads']:>8} {r['s_per_step']:>8.3f} {r['min']:>8.3f}"
                 )
 
-        print(f"\n== profiled / unprofiled, whole run ({args.ratio_preset}, {args.steps} steps, A/B x{args.repeats})")
-        r = profile_ratio(args.ratio_preset, args.steps, args.repeats, tmp)
+        print(f"\n== profiled / unprofiled, whole run ({args.ratio_preset}, {args.steps} steps, ", end="")
+        print(f"threads {args.ratio_threads}, A/B x{args.repeats})")
+        r = profile_ratio(args.ratio_preset, args.steps, args.repeats, tmp, args.ratio_threads)
         for key, label in (("wall", "process wall (python start to exit)"), ("denoise", "denoising loop (in-process)")):
             prof, plain = r["median"][key]["profiled"], r["median"][key]["unprofiled"]
             print(f"{label:<38} profiled {prof:7.2f} s  unprofiled {plain:7.2f} s  ratio {prof / plain:.2f}x")

@@ -562,6 +562,10 @@ def _viewing_hints(result: CaptureResult, cfg: TorchTraceProfileConfig) -> list[
         lines += [
             f"  run directory: {result.run_dir}",
             f"  TensorBoard:   tensorboard --logdir {result.log_dir} --port {port}",
+        ]
+        if _module_available("lightx2v.tensorboard"):
+            lines.append(f"  or, fixed:     python -m lightx2v.tensorboard --logdir {result.log_dir} --port {port}")
+        lines += [
             f"  open:          http://127.0.0.1:{port}/#pytorch_profiler",
             f"  remote (SSH):  ssh -N -L {port}:127.0.0.1:{port} <user>@<this-host>, then open the URL above",
         ]
@@ -575,6 +579,15 @@ def _viewing_hints(result: CaptureResult, cfg: TorchTraceProfileConfig) -> list[
     if browser:
         lines.append(f"  Perfetto page: {browser} (lists every trace, opens it in Perfetto in one click)")
     return lines
+
+
+def _module_available(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _hint_port(default: int) -> int:

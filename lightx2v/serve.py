@@ -1,0 +1,198 @@
+"""`python -m lightx2v.serve`: the container's supervisor stack (TensorBoard, one inference run, the trace
+browser) on this machine, in the foreground, without Docker.
+
+It runs supervisord with the project's `docker/supervisord.conf` (needs a source checkout or an editable
+install, and the serving extra: `pip install -e '.[serve]'`), sets the environment that file reads, prints
+the URLs, and stops the whole stack on Ctrl-C or SIGTERM. Outside a container it listens on 127.0.0.1 only:
+from a laptop, use the printed `ssh -L` line; `--bind-all` listens on every interface instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SOURCE_ROOT = Path(__file__).resolve().parent.parent
+
+
+def find_conf(environ=os.environ) -> Path:
+    """docker/supervisord.conf of this checkout (or $LIGHTX2V_SUPERVISOR_CONF); SystemExit if missing."""
+    conf = Path(environ.get("LIGHTX2V_SUPERVISOR_CONF") or SOURCE_ROOT / "docker" / "supervisord.conf")
+    if not conf.is_file():
+        raise SystemExit(
+            f"serve: {conf} not found. `python -m lightx2v.serve` runs the supervisor config shipped in the "
+            "source tree: run it from a clone of the project (or after `pip install -e .`), or point "
+            "LIGHTX2V_SUPERVISOR_CONF at a copy of docker/supervisord.conf.")
+    return conf
+
+
+def in_container() -> bool:
+    return os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")
+
+
+def port_problem(host: str, port: int) -> str | None:
+    """Why `port` cannot be listened on at `host`, or None when it is free."""
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    env = os.environ
+    p = argparse.ArgumentParser(prog="python -m lightx2v.serve", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--port", type=int, default=int(env.get("TENSORBOARD_PORT") or 16006),
+                   help="TensorBoard port (default $TENSORBOARD_PORT or 16006)")
+    p.add_argument("--browser-port", type=int, default=int(env.get("TRACE_BROWSER_PORT") or 9001),
+                   help="trace browser (Perfetto page) port (default $TRACE_BROWSER_PORT or 9001)")
+    p.add_argument("--logdir", default=env.get("LIGHTX2V_TORCH_PROFILE_DIR") or "save_results/torch_profile",
+                   help="TensorBoard logdir, where captures land (default save_results/torch_profile)")
+    p.add_argument("--results-dir", default=env.get("LIGHTX2V_RESULTS_DIR") or "save_results",
+                   help="folder the trace browser lists (default save_results)")
+    bind = p.add_mutually_exclusive_group()
+    bind.add_argument("--bind-all", action="store_true", help="listen on all interfaces (0.0.0.0)")
+    bind.add_argument("--host", default=None, help="listen address (default 127.0.0.1; 0.0.0.0 in a container)")
+    p.add_argument("--no-inference", action="store_true", help="do not run the default inference at start")
+    p.add_argument("--infer-cmd", default=None, help="your own inference command instead of the default "
+                   "(default $LIGHTX2V_INFER_CMD, else the embedded tiny Qwen-Image run)")
+    p.add_argument("--no-trace-browser", action="store_true", help="do not start the Perfetto page")
+    args = p.parse_args(argv)
+    for name in ("port", "browser_port"):
+        if not 1 <= getattr(args, name) <= 65535:
+            p.error(f"--{name.replace('_', '-')} must be 1-65535, got {getattr(args, name)}")
+    return args
+
+
+def stack_env(args: argparse.Namespace, run_dir: str, environ=os.environ) -> dict[str, str]:
+    """The environment docker/supervisord.conf and its programs read."""
+    env = dict(environ)
+    host = "0.0.0.0" if args.bind_all else (args.host or ("0.0.0.0" if in_container() else "127.0.0.1"))
+    env.update({
+        "LIGHTX2V_SUPERVISOR_RUN_DIR": run_dir,
+        "LIGHTX2V_PYTHON": sys.executable,
+        "LIGHTX2V_BIND_HOST": host,
+        "TENSORBOARD_PORT": str(args.port),
+        "TRACE_BROWSER_PORT": str(args.browser_port),
+        "LIGHTX2V_TORCH_PROFILE_DIR": os.path.abspath(args.logdir),
+        "LIGHTX2V_RESULTS_DIR": os.path.abspath(args.results_dir),
+        "PYTHONUNBUFFERED": "1",
+        # the programs import lightx2v from this checkout even when it is not installed
+        "PYTHONPATH": os.pathsep.join(p for p in (str(SOURCE_ROOT), environ.get("PYTHONPATH", "")) if p),
+    })
+    env.setdefault("LIGHTX2V_TENSORBOARD_PORT", str(args.port))  # the port the profiler's hints print
+    if args.infer_cmd:
+        env["LIGHTX2V_INFER_CMD"] = args.infer_cmd
+    if args.no_inference:
+        env["LIGHTX2V_INFERENCE"] = "0"
+    if args.no_trace_browser:
+        env["LIGHTX2V_TRACE_BROWSER"] = "0"
+    return env
+
+
+def _die_with_parent() -> None:
+    """In the supervisord child: get SIGTERM if `serve` itself is killed (Linux)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    conf = find_conf()
+    try:
+        import supervisor  # noqa: F401
+    except ImportError:
+        print("serve: supervisor is not installed; install the serving extra: pip install -e '.[serve]'",
+              file=sys.stderr)
+        return 2
+    run_dir = tempfile.mkdtemp(prefix="lightx2v-serve-")
+    env = stack_env(args, run_dir)
+    host = env["LIGHTX2V_BIND_HOST"]
+    ports = [("TensorBoard", args.port, "--port")]
+    if not args.no_trace_browser:
+        ports.append(("trace browser", args.browser_port, "--browser-port"))
+    for what, port, flag in ports:
+        problem = port_problem(host, port)
+        if problem:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            print(f"serve: cannot use port {port} for the {what} on {host}: {problem}. Pick another with {flag}.",
+                  file=sys.stderr)
+            return 2
+    os.makedirs(env["LIGHTX2V_TORCH_PROFILE_DIR"], exist_ok=True)
+
+    print(f"serve: starting supervisord with {conf}", flush=True)
+    supervisord = subprocess.Popen([sys.executable, "-m", "supervisor.supervisord", "-n", "-c", str(conf)],
+                                   env=env, start_new_session=True, preexec_fn=_die_with_parent)
+    stopping = False
+
+    def stop(signum, _frame):
+        nonlocal stopping
+        if not stopping:
+            stopping = True
+            print(f"serve: {signal.Signals(signum).name} received; stopping the stack ...", flush=True)
+        if supervisord.poll() is None:
+            supervisord.send_signal(signal.SIGTERM)
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, stop)
+
+    print(_banner(args, env, conf), flush=True)
+    announced, started = False, time.monotonic()
+    try:
+        while supervisord.poll() is None:
+            if not announced and not stopping and answers(args.port):
+                announced = True
+                print(f"serve: TensorBoard answers after {time.monotonic() - started:.1f} s: "
+                      f"http://127.0.0.1:{args.port}/#pytorch_profiler", flush=True)
+            time.sleep(0.2)
+    finally:
+        if supervisord.poll() is None:
+            supervisord.send_signal(signal.SIGTERM)
+        code = supervisord.wait()
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return code if code >= 0 else 1
+
+
+def _banner(args, env, conf) -> str:
+    tb, browser = args.port, args.browser_port
+    lines = [
+        f"  TensorBoard     http://127.0.0.1:{tb}/#pytorch_profiler   (logdir {env['LIGHTX2V_TORCH_PROFILE_DIR']})",
+    ]
+    if not args.no_trace_browser:
+        lines.append(f"  Trace browser   http://127.0.0.1:{browser}/   (lists {env['LIGHTX2V_RESULTS_DIR']})")
+    forward = f"-L {tb}:127.0.0.1:{tb}" + ("" if args.no_trace_browser else f" -L {browser}:127.0.0.1:{browser}")
+    lines += [
+        f"  Listening on    {env['LIGHTX2V_BIND_HOST']}"
+        + ("   (loopback only; --bind-all to expose)" if env["LIGHTX2V_BIND_HOST"] == "127.0.0.1" else ""),
+        f"  From a laptop   ssh -N {forward} user@this-host",
+        f"  Status          supervisorctl -s unix://{env['LIGHTX2V_SUPERVISOR_RUN_DIR']}/supervisor.sock status",
+        "  Stop            Ctrl-C",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

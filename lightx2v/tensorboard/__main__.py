@@ -1,0 +1,88 @@
+"""`python -m lightx2v.tensorboard [TensorBoard flags]`: TensorBoard with the fixed PyTorch Profiler plugin.
+
+Every TensorBoard flag passes through (`--logdir`, `--port`, `--bind_all` / `--host`, ...). Defaults:
+  --logdir  $LIGHTX2V_TORCH_PROFILE_DIR, else save_results/torch_profile under the working directory
+            (created when missing, so TensorBoard can start before the first capture)
+  --port    $TENSORBOARD_PORT, else 16006
+  --host    $LIGHTX2V_BIND_HOST when set and neither --host nor --bind_all is given
+Set LIGHTX2V_TB_SKIP_FIXES=name,... (or `all`) to start with some or all plugin fixes left out.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Mapping, Sequence
+
+DEFAULT_LOGDIR = os.path.join("save_results", "torch_profile")
+DEFAULT_PORT = 16006
+
+
+def _has_flag(argv: Sequence[str], *names: str) -> bool:
+    return any(arg == name or arg.startswith(name + "=") for arg in argv for name in names)
+
+
+def with_defaults(argv: Sequence[str], environ: Mapping[str, str]) -> list[str]:
+    """TensorBoard's argv with our defaults added where the user gave none."""
+    args = list(argv)
+    if not _has_flag(args, "--logdir", "--logdir_spec", "--db", "--inspect"):
+        args += ["--logdir", os.path.abspath(environ.get("LIGHTX2V_TORCH_PROFILE_DIR") or DEFAULT_LOGDIR)]
+    if not _has_flag(args, "--port"):
+        args += ["--port", environ.get("TENSORBOARD_PORT") or str(DEFAULT_PORT)]
+    if not _has_flag(args, "--host", "--bind_all") and environ.get("LIGHTX2V_BIND_HOST"):
+        args += ["--host", environ["LIGHTX2V_BIND_HOST"]]
+    return args
+
+
+def _logdir_of(args: Sequence[str]) -> str | None:
+    for i, arg in enumerate(args):
+        if arg == "--logdir" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--logdir="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _setup_logging() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    log = logging.getLogger("lightx2v.tensorboard")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = with_defaults(sys.argv[1:] if argv is None else argv, os.environ)
+    asking_only = _has_flag(args, "--help", "-h", "--helpfull", "--version_tb")
+    logdir = _logdir_of(args)
+    if logdir and not asking_only and "://" not in logdir:
+        try:
+            os.makedirs(logdir, exist_ok=True)
+        except OSError as exc:
+            print(f"lightx2v.tensorboard: cannot create logdir {logdir}: {exc.strerror}", file=sys.stderr)
+            return 2
+
+    _setup_logging()
+    try:
+        from tensorboard import main as tensorboard_main  # the real TensorBoard (absolute import)
+    except ImportError as exc:
+        print(f"lightx2v.tensorboard: TensorBoard is not installed ({exc}). "
+              "Install the serving extra: pip install '.[serve]'", file=sys.stderr)
+        return 2
+    if not asking_only:
+        from lightx2v.tensorboard.patches import apply_fixes
+
+        results = apply_fixes()
+        applied = [name for name, problem in results.items() if problem is None]
+        logging.getLogger("lightx2v.tensorboard").info(
+            "lightx2v.tensorboard: plugin fixes applied: %s; logdir %s", ", ".join(applied) or "none", logdir)
+
+    sys.argv = ["tensorboard", *args]
+    tensorboard_main.run_main()  # absl's app.run: exits the process itself
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Which files under the results root are traces, and how a URL path maps to one of them, safely."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import urllib.parse
+from dataclasses import dataclass
+
+TRACE_SUFFIXES = (".json", ".json.gz", ".pftrace", ".perfetto-trace")
+
+
+@dataclass(frozen=True)
+class Trace:
+    path: str  # relative to the root, with "/" separators
+    size: int
+    mtime: float
+
+
+def _inside(real: str, root_real: str) -> bool:
+    return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
+
+
+def list_traces(root: str) -> list[Trace]:
+    """Every trace file under `root`, newest first; hidden files/folders and links leading outside skipped."""
+    root_real = os.path.realpath(root)
+    found = []
+    for folder, dirs, files in os.walk(root_real):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")
+                         and _inside(os.path.realpath(os.path.join(folder, d)), root_real))
+        for name in files:
+            if name.startswith(".") or not name.endswith(TRACE_SUFFIXES):
+                continue
+            full = os.path.join(folder, name)
+            real = os.path.realpath(full)
+            if not _inside(real, root_real):
+                continue
+            try:
+                st = os.stat(real)
+            except OSError:
+                continue
+            rel = os.path.relpath(full, root_real).replace(os.sep, "/")
+            found.append(Trace(rel, st.st_size, st.st_mtime))
+    found.sort(key=lambda t: (-t.mtime, t.path))
+    return found
+
+
+class Refused(Exception):
+    """A request path that must not be served; `status` is the HTTP status to answer."""
+
+    def __init__(self, status: int, reason: str):
+        super().__init__(reason)
+        self.status = status
+
+
+def resolve(root: str, url_path: str) -> str:
+    """The real path of the trace that `url_path` (percent-encoded, relative to root) names.
+
+    Raises Refused(403) for anything that leaves the root (`..`, absolute paths, links pointing
+    outside) and Refused(404) for hidden or missing files and non-traces.
+    """
+    rel = urllib.parse.unquote(url_path)
+    if "\x00" in rel or "\\" in rel:
+        raise Refused(403, "bad characters in path")
+    if rel.startswith("/") or posixpath.isabs(rel) or (len(rel) > 1 and rel[1] == ":"):
+        raise Refused(403, "absolute path")
+    parts = rel.split("/")
+    if any(part in ("..", ".") for part in parts):
+        raise Refused(403, "path leaves the results folder")
+    if any(part.startswith(".") or part == "" for part in parts):
+        raise Refused(404, "no such trace")
+    root_real = os.path.realpath(root)
+    real = os.path.realpath(os.path.join(root_real, *parts))
+    if not _inside(real, root_real):
+        raise Refused(403, "link points outside the results folder")
+    if not os.path.isfile(real) or not parts[-1].endswith(TRACE_SUFFIXES):
+        raise Refused(404, "no such trace")
+    return real
+
+
+def content_type(name: str) -> str:
+    if name.endswith(".gz"):
+        return "application/gzip"  # served as stored; Perfetto unpacks gzip itself
+    if name.endswith(".json"):
+        return "application/json"
+    return "application/octet-stream"

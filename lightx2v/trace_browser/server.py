@@ -1,0 +1,150 @@
+"""The HTTP server: stdlib ThreadingHTTPServer, GET/HEAD only, files only from under the results root.
+
+Routes: `/` (the trace list), `/api/traces` (the same as JSON), `/files/<trace>` (the file as stored;
+`?download=1` adds Content-Disposition). Trace files carry `Access-Control-Allow-Origin` for the Perfetto
+UI's origin only, so Perfetto may fetch them and other web sites may not.
+
+While it runs, `<root>/.trace_browser.json` = {"pid", "port", "url"} tells the profiler where users can
+open the page (written atomically, removed on a clean exit).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import urllib.parse
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from lightx2v.trace_browser.files import Refused, content_type, list_traces, resolve
+from lightx2v.trace_browser.page import file_url, render_index
+
+DISCOVERY_FILE = ".trace_browser.json"
+DEFAULT_PERFETTO_UI = "https://ui.perfetto.dev"
+
+
+class TraceBrowserServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address, root: str, perfetto_ui: str = DEFAULT_PERFETTO_UI):
+        self.root = os.path.abspath(root)
+        self.perfetto_ui = perfetto_ui.rstrip("/")
+        super().__init__(address, Handler)
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: TraceBrowserServer
+    def version_string(self) -> str:
+        return "lightx2v-trace-browser"
+
+    def do_GET(self) -> None:
+        self._answer(send_body=True)
+
+    def do_HEAD(self) -> None:
+        self._answer(send_body=False)
+
+    def _refuse_method(self) -> None:
+        self._send_text(HTTPStatus.METHOD_NOT_ALLOWED, "read-only: GET and HEAD only\n", True,
+                        extra={"Allow": "GET, HEAD"})
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _refuse_method
+
+    def _answer(self, send_body: bool) -> None:
+        path, _, query = self.path.partition("?")
+        try:
+            if path in ("/", "/index.html"):
+                page = render_index(list_traces(self.server.root), root=self.server.root,
+                                    host=self.headers.get("Host") or "127.0.0.1:9001",
+                                    perfetto_ui=self.server.perfetto_ui)
+                self._send_bytes(page.encode(), "text/html; charset=utf-8", send_body)
+            elif path == "/api/traces":
+                listing = [{"path": t.path, "size": t.size, "mtime": t.mtime, "url": file_url(t.path)}
+                           for t in list_traces(self.server.root)]
+                self._send_bytes(json.dumps(listing).encode(), "application/json", send_body)
+            elif path.startswith("/files/"):
+                self._send_file(resolve(self.server.root, path[len("/files/"):]),
+                                "download=1" in query.split("&"), send_body)
+            else:
+                raise Refused(404, "not found")
+        except Refused as refused:
+            self._send_text(refused.status, f"{refused}\n", send_body)
+
+    def _send_file(self, real: str, download: bool, send_body: bool) -> None:
+        name = os.path.basename(real)
+        with open(real, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-Type", content_type(name))
+            self.send_header("Content-Length", str(size))
+            self.send_header("Access-Control-Allow-Origin", self.server.perfetto_ui)
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("X-Content-Type-Options", "nosniff")
+            if download:
+                quoted = urllib.parse.quote(name)
+                self.send_header("Content-Disposition", f"attachment; filename=\"{quoted}\"; filename*=UTF-8''{quoted}")
+            self.end_headers()
+            if send_body:
+                shutil.copyfileobj(f, self.wfile)
+
+    def _send_bytes(self, body: bytes, ctype: str, send_body: bool, status=HTTPStatus.OK, extra=None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        for key, value in (extra or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        if send_body:
+            self.wfile.write(body)
+
+    def _send_text(self, status, text: str, send_body: bool, extra=None) -> None:
+        self._send_bytes(text.encode(), "text/plain; charset=utf-8", send_body, status, extra)
+
+
+def write_discovery(root: str, port: int, url: str) -> str:
+    """Atomically write `<root>/.trace_browser.json`; returns its path."""
+    path = os.path.join(root, DISCOVERY_FILE)
+    fd, tmp = tempfile.mkstemp(prefix=DISCOVERY_FILE + ".", suffix=".tmp", dir=root)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump({"pid": os.getpid(), "port": port, "url": url}, f)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return path
+
+
+def remove_discovery(path: str) -> None:
+    """Remove the discovery file if it is still ours (another browser may have taken over the root)."""
+    try:
+        with open(path) as f:
+            if json.load(f).get("pid") != os.getpid():
+                return
+        os.unlink(path)
+    except (OSError, ValueError):
+        pass
+
+
+def serve(root: str, host: str, port: int, public_url: str | None, perfetto_ui: str) -> None:
+    """Serve until SIGTERM / SIGINT, keeping the discovery file meanwhile."""
+    os.makedirs(root, exist_ok=True)
+    server = TraceBrowserServer((host, port), root, perfetto_ui)
+    actual_port = server.server_address[1]
+    url = public_url or f"http://127.0.0.1:{actual_port}/"
+    discovery = write_discovery(server.root, actual_port, url)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    print(f"Trace browser: {url} (serving {server.root} on {host}:{actual_port})", flush=True)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        remove_discovery(discovery)
+        server.server_close()

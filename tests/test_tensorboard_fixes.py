@@ -1,0 +1,197 @@
+"""The plugin fixes of `python -m lightx2v.tensorboard`, through the plugin's HTTP API, against stock
+TensorBoard on the same logdir (the stock answers show what each test would see without the fix)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.parse
+
+import pytest
+from conftest import H200_TRACE, free_port, subprocess_env
+from helpers.procs import (PLUGIN, Server, cpu_trace, get_json, http_get, land, launcher, runs,
+                           stock_tensorboard, wait_until, workers)
+
+from lightx2v.tensorboard.__main__ import with_defaults
+from lightx2v.tensorboard.callstack import attach_call_stacks
+
+H200_RUN, H200_WORKER = "h200", "h200_dit_stack"
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory):
+    """One patched and one stock TensorBoard on one logdir holding the H200 trace and a CPU capture."""
+    base = tmp_path_factory.mktemp("tb")
+    logdir = base / "logdir"
+    land(H200_TRACE, logdir / H200_RUN / H200_TRACE.name)
+    land(cpu_trace(tmp_path_factory.getbasetemp()), logdir / "cpu" / "rank0_test.pt.trace.json")
+    patched_port, stock_port = free_port(), free_port()
+    patched, stock = launcher(logdir, patched_port), stock_tensorboard(logdir, stock_port)
+    try:
+        for port, server in ((patched_port, patched), (stock_port, stock)):
+            wait_until(lambda: {"h200", "cpu"} <= set(runs(port)), 90,
+                       what=f"both runs on {server.args[2]}")
+        yield {"patched": patched_port, "stock": stock_port, "logdir": logdir, "server": patched}
+    finally:
+        patched.stop()
+        stock.stop()
+
+
+def api(port: int, route: str, run: str = H200_RUN, worker: str = H200_WORKER, **params):
+    query = urllib.parse.urlencode({"run": run, "worker": worker, "span": "default", **params})
+    return f"http://127.0.0.1:{port}{PLUGIN}/{route}?{query}"
+
+
+def test_h200_operator_device_time(servers):
+    """cuda_runtime/cuda_driver events count as runtime: GPU time lands on the operators that launched it."""
+    def device_times(port):
+        rows = get_json(api(port, "operation/table", group_by="Operation"))["data"]
+        return {row["name"]: row.get("device_total_duration", 0) for row in rows}
+
+    patched, stock = device_times(servers["patched"]), device_times(servers["stock"])
+    assert patched["aten::addmm"] > 10_000 and patched["aten::_cudnn_attention_forward"] > 1_000
+    assert sum(patched.values()) > 20_000
+    assert sum(stock.values()) == 0  # the bug: 0.4.3 does not know cuda_runtime
+    overview = get_json(api(servers["patched"], "overview"))
+    runtime = next(c for c in overview["performance"][0]["children"] if c["name"] == "Runtime")
+    assert runtime["value"] > 0
+
+
+def test_h200_kernel_view(servers):
+    """The kernel view lists the trace's kernels, each attributed to the operator that launched it."""
+    def kernels(port):
+        table = get_json(api(port, "kernel/table", group_by="KernelNameAndOpName"))["data"]
+        op_column = [c["name"] for c in table["columns"]].index("Operator")
+        return [(row[0], row[op_column]) for row in table["rows"]]
+
+    patched, stock = kernels(servers["patched"]), kernels(servers["stock"])
+    assert any(name.startswith("nvjet_sm90") and op == "aten::addmm" for name, op in patched)
+    assert any("sdpa" in name and op == "aten::_cudnn_attention_forward" for name, op in patched)
+    assert {op for _, op in stock} == {"CallTreeRoot"}  # stock cannot tie kernels to operators
+    pie = get_json(api(servers["patched"], "kernel"))
+    assert len(pie["total"]["rows"]) >= 5 and all(row[1] > 0 for row in pie["total"]["rows"])
+
+
+def test_call_stack_view(servers):
+    """No HTTP 500: operators get call stacks rebuilt from python_function events; others an empty table."""
+    url = api(servers["patched"], "operation/stack", group_by="Operation", op_name="aten::addmm")
+    table = get_json(url)
+    stacks = [row["call_stack"] for row in table["data"]]
+    assert stacks and all("torch/nn/modules/linear.py(" in s for s in stacks)
+    assert stacks[0].split(";")[-1] == "gpu_anchor.py(86): <module>"  # innermost first, the script last
+    rows = get_json(api(servers["patched"], "operation/table", group_by="Operation"))["data"]
+    assert any(row["name"] == "aten::addmm" and row["has_call_stack"] for row in rows)
+
+    missing = api(servers["patched"], "operation/stack", group_by="OperationAndInputShape",
+                  op_name="no::such_op", input_shape="[]")
+    assert get_json(missing)["data"] == []
+    status, _, _ = http_get(api(servers["stock"], "operation/stack", group_by="Operation", op_name="aten::addmm"))
+    assert status == 500  # the bug this fixes
+
+
+@pytest.mark.parametrize("view", ["overview", "operation", "operation/table", "trace", "module", "tree"])
+def test_cpu_capture_views_answer(servers, view):
+    status, headers, body = http_get(api(servers["patched"], view, run="cpu", worker="rank0_test",
+                                         group_by="Operation"))
+    assert status == 200, body[:300]
+    assert headers["Content-Type"].startswith("application/json") and len(body) > 50
+
+
+def test_new_run_and_late_rank_appear_without_restart(servers, tmp_path_factory):
+    port, logdir = servers["patched"], servers["logdir"]
+    trace = cpu_trace(tmp_path_factory.getbasetemp())
+    land(trace, logdir / "late" / "rank0_test.pt.trace.json")
+    wait_until(lambda: "late" in runs(port), 30, what="the new run")
+    assert workers(port, "late") == ["rank0_test"]
+
+    land(trace, logdir / "late" / "rank1_test.pt.trace.json")  # a second file in a run already loaded
+    wait_until(lambda: workers(port, "late") == ["rank0_test", "rank1_test"], 30, what="the late rank")
+    assert servers["server"].proc.poll() is None
+
+
+def test_half_written_file_is_read_again(servers, tmp_path_factory):
+    port, logdir = servers["patched"], servers["logdir"]
+    complete = cpu_trace(tmp_path_factory.getbasetemp()).read_bytes()
+    run = logdir / "partial"
+    land(cpu_trace(tmp_path_factory.getbasetemp()), run / "rank0_test.pt.trace.json")
+    wait_until(lambda: "partial" in runs(port), 30, what="the run")
+    growing = run / "rank1_test.pt.trace.json"
+    growing.write_bytes(complete[: len(complete) // 2])  # a writer that is not atomic, caught half-way
+    time.sleep(3)  # several rescans: the half file is read, fails, and must not be given up on
+    assert workers(port, "partial") == ["rank0_test"]
+    with open(growing, "ab") as f:
+        f.write(complete[len(complete) // 2:])
+    wait_until(lambda: workers(port, "partial") == ["rank0_test", "rank1_test"], 30, what="the finished file")
+
+
+def test_removed_run_leaves_the_list(servers, tmp_path_factory):
+    port, logdir = servers["patched"], servers["logdir"]
+    land(cpu_trace(tmp_path_factory.getbasetemp()), logdir / "gone" / "rank0_test.pt.trace.json")
+    wait_until(lambda: "gone" in runs(port), 30, what="the run")
+    (logdir / "gone" / "rank0_test.pt.trace.json").unlink()
+    wait_until(lambda: "gone" not in runs(port), 30, what="the run to be dropped")
+
+
+def test_every_fix_reports_and_warns_once_when_the_plugin_changed():
+    """A plugin that no longer looks as expected: one warning per fix, TensorBoard's own code left alone."""
+    script = """
+import json, logging, sys
+logging.basicConfig(stream=sys.stderr, format='%(message)s')
+from torch_tb_profiler import consts, plugin
+from torch_tb_profiler.profiler import trace
+trace.EventTypeMap = {}                                    # renamed/restructured upstream
+del plugin.TorchProfilerPlugin.operation_stack_route       # route gone
+from lightx2v.tensorboard.patches import apply_fixes
+results = apply_fixes()
+print(json.dumps(results))
+print(json.dumps({'interval': consts.MONITOR_RUN_REFRESH_INTERNAL_IN_SECONDS,
+                  'runtime_mapped': 'cuda_runtime' in trace.EventTypeMap}))
+"""
+    result = subprocess.run([sys.executable, "-c", script], env=subprocess_env(), capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    results, state = (json.loads(line) for line in result.stdout.strip().splitlines()[-2:])
+    assert results["cuda_runtime"] and "EventTypeMap" in results["cuda_runtime"]
+    assert results["stack_route"] and "operation_stack_route" in results["stack_route"]
+    assert all(results[name] is None for name in ("rescan", "reload_runs", "call_stacks", "manager_exits"))
+    warnings = [line for line in result.stderr.splitlines() if "not applied" in line]
+    assert len(warnings) == 2 and any("'cuda_runtime'" in w for w in warnings)
+    assert state == {"interval": 1, "runtime_mapped": False}
+
+
+def test_launcher_defaults_and_skip_switch(tmp_path):
+    """Default logdir is created under the cwd; LIGHTX2V_TB_SKIP_FIXES=all starts the stock plugin."""
+    port = free_port()
+    server = Server([sys.executable, "-m", "lightx2v.tensorboard", "--host", "127.0.0.1"], cwd=tmp_path,
+                    TENSORBOARD_PORT=str(port), LIGHTX2V_TB_SKIP_FIXES="all", LIGHTX2V_TORCH_PROFILE_DIR="")
+    try:
+        wait_until(lambda: http_get(f"http://127.0.0.1:{port}/")[0] == 200, 60, what="TensorBoard")
+        assert (tmp_path / "save_results" / "torch_profile").is_dir()
+        assert "plugin fixes applied: none" in server.output()
+    finally:
+        server.stop()
+
+
+def test_with_defaults_fills_only_what_is_missing():
+    env = {"TENSORBOARD_PORT": "17000", "LIGHTX2V_TORCH_PROFILE_DIR": "/data/tb", "LIGHTX2V_BIND_HOST": "0.0.0.0"}
+    assert with_defaults([], env) == ["--logdir", "/data/tb", "--port", "17000", "--host", "0.0.0.0"]
+    assert with_defaults(["--logdir=x", "--port", "1", "--bind_all"], env) == ["--logdir=x", "--port", "1", "--bind_all"]
+    assert with_defaults(["--logdir_spec", "a:b"], {})[-2:] == ["--port", "16006"]
+
+
+class Ev:
+    def __init__(self, name, ts, dur, tid=1):
+        self.name, self.ts, self.duration, self.tid, self.callstack = name, ts, dur, tid, None
+
+
+def test_attach_call_stacks_innermost_first_per_thread():
+    outer, inner = Ev("run.py(10): main", 0, 100), Ev("model.py(5): forward", 10, 50)
+    builtin = Ev("<built-in method mm>", 20, 5)
+    other_thread = Ev("worker.py(3): loop", 0, 100, tid=2)
+    mm, after, lone = Ev("aten::mm", 21, 2), Ev("aten::add", 70, 5), Ev("aten::mul", 5, 1, tid=3)
+    assert attach_call_stacks([outer, inner, builtin, other_thread], [mm, after, lone]) == 2
+    assert mm.callstack == "model.py(5): forward;run.py(10): main"
+    assert after.callstack == "run.py(10): main"
+    assert lone.callstack is None

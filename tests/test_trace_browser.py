@@ -1,0 +1,142 @@
+"""`python -m lightx2v.trace_browser` for real on loopback: listing, headers, downloads, refusals, discovery file."""
+
+from __future__ import annotations
+
+import gzip
+import http.client
+import json
+import os
+import sys
+import time
+
+import pytest
+from conftest import H200_TRACE, free_port
+from helpers.procs import Server, get_json, http_get, wait_until
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    base = tmp_path_factory.mktemp("browser")
+    root = base / "save_results"
+    run = root / "torch_profile" / "20261129-120000_infer_main"
+    run.mkdir(parents=True)
+    (run / "rank0_host.pt.trace.json.gz").write_bytes(H200_TRACE.read_bytes())
+    (root / "trace.json").write_text(json.dumps({"traceEvents": []}))
+    (root / "trace.rank1.json").write_text(json.dumps({"traceEvents": [{"ph": "X", "name": "x"}]}))
+    (root / "preview.png").write_bytes(b"\x89PNG")  # not a trace: not listed
+    (root / ".hidden.json").write_text("{}")
+    (base / "secret.json").write_text('{"secret": 1}')  # next to the root, outside it
+    (root / "escape.json").symlink_to(base / "secret.json")
+    (root / "inside.json").symlink_to(root / "trace.json")
+    now = time.time()
+    for age, path in enumerate([run / "rank0_host.pt.trace.json.gz", root / "trace.rank1.json", root / "trace.json"]):
+        os.utime(path, (now - 100 * age, now - 100 * age))
+    port = free_port()
+    server = Server([sys.executable, "-m", "lightx2v.trace_browser", "--root", str(root), "--port", str(port)],
+                    LIGHTX2V_BIND_HOST="", LIGHTX2V_TRACE_BROWSER_URL="http://127.0.0.1:19001/")
+    try:
+        wait_until(lambda: http_get(f"http://127.0.0.1:{port}/api/traces")[0] == 200, 30, what="the browser")
+        yield {"port": port, "root": root, "server": server, "base": base}
+    finally:
+        server.stop()
+
+
+def url(browser, path: str) -> str:
+    return f"http://127.0.0.1:{browser['port']}{path}"
+
+
+def raw_status(browser, path: str, method: str = "GET") -> int:
+    """Send `path` byte for byte (no client-side normalisation of ../)."""
+    conn = http.client.HTTPConnection("127.0.0.1", browser["port"], timeout=10)
+    conn.request(method, path)
+    status = conn.getresponse().status
+    conn.close()
+    return status
+
+
+def test_lists_traces_newest_first(browser):
+    paths = [t["path"] for t in get_json(url(browser, "/api/traces"))]
+    assert paths[:2] == ["torch_profile/20261129-120000_infer_main/rank0_host.pt.trace.json.gz", "trace.rank1.json"]
+    assert sorted(paths[2:]) == ["inside.json", "trace.json"]  # a link within the root: the target's age
+    # not listed: the png, the hidden file, the link leading out of the root
+
+
+def test_index_page_links(browser):
+    status, headers, body = http_get(url(browser, "/"))
+    page = body.decode()
+    assert status == 200 and headers["Content-Type"].startswith("text/html")
+    assert page.count("Open in Perfetto</button>") == 4 and page.count(">Download</a>") == 4
+    assert "https://ui.perfetto.dev/#!/?url=http%3A%2F%2F127.0.0.1%3A" in page
+    assert "postMessage('PING'" in page and "perfetto: {buffer: buffer, title: name, fileName: name}" in page
+
+
+def test_serves_gzip_trace_with_perfetto_headers(browser):
+    status, headers, body = http_get(url(browser, "/files/torch_profile/20261129-120000_infer_main/"
+                                                  "rank0_host.pt.trace.json.gz"))
+    assert status == 200 and body == H200_TRACE.read_bytes()
+    assert json.loads(gzip.decompress(body))["traceEvents"]
+    assert headers["Content-Type"] == "application/gzip" and "Content-Encoding" not in headers
+    assert headers["Access-Control-Allow-Origin"] == "https://ui.perfetto.dev"
+    assert headers["Content-Length"] == str(len(body))
+
+
+def test_json_download_and_head(browser):
+    status, headers, body = http_get(url(browser, "/files/trace.rank1.json?download=1"))
+    assert status == 200 and headers["Content-Type"] == "application/json"
+    assert headers["Content-Disposition"].startswith('attachment; filename="trace.rank1.json"')
+    status, headers, body = http_get(url(browser, "/files/trace.json"), method="HEAD")
+    assert status == 200 and body == b"" and int(headers["Content-Length"]) > 0
+
+
+@pytest.mark.parametrize("path,expected", [
+    ("/files/../secret.json", 403),
+    ("/files/torch_profile/../../secret.json", 403),
+    ("/files/%2e%2e/secret.json", 403),
+    ("/files/%2E%2E%2Fsecret.json", 403),
+    ("/files/..%2fsecret.json", 403),
+    ("/files//etc/passwd", 403),
+    ("/files/%2Fetc%2Fpasswd", 403),
+    ("/files/escape.json", 403),  # a link inside the root pointing outside it
+    ("/files/.hidden.json", 404),
+    ("/files/preview.png", 404),
+    ("/files/nope.json", 404),
+    ("/files/torch_profile", 404),
+    ("/etc/passwd", 404),
+])
+def test_refuses_paths_outside_or_not_traces(browser, path, expected):
+    assert raw_status(browser, path) == expected
+
+
+def test_symlink_inside_the_root_is_served(browser):
+    assert http_get(url(browser, "/files/inside.json"))[0] == 200
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "OPTIONS"])
+def test_read_only(browser, method):
+    assert raw_status(browser, "/files/trace.json", method) == 405
+    assert (browser["root"] / "trace.json").exists()
+
+
+def test_discovery_file_written_then_removed_on_sigterm(browser):
+    discovery = browser["root"] / ".trace_browser.json"
+    data = json.loads(discovery.read_text())
+    assert data == {"pid": browser["server"].pid, "port": browser["port"], "url": "http://127.0.0.1:19001/"}
+    browser["server"].stop()
+    assert browser["server"].proc.returncode == 0
+    assert not discovery.exists()
+
+
+def test_port_in_use_is_a_clear_error(tmp_path):
+    import socket
+    import subprocess
+
+    from conftest import subprocess_env
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        result = subprocess.run([sys.executable, "-m", "lightx2v.trace_browser", "--root", str(tmp_path),
+                                 "--port", str(port), "--host", "127.0.0.1"], env=subprocess_env(),
+                                capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and f"127.0.0.1:{port}" in result.stderr and "Traceback" not in result.stderr

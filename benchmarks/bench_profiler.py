@@ -62,9 +62,16 @@ class DiTStack(torch.nn.Module):
         super().__init__()
         self.heads = heads
         self.blocks = torch.nn.ModuleList(
-            torch.nn.ModuleDict({"qkv": torch.nn.Linear(dim, 3 * dim), "out": torch.nn.Linear(dim, dim),
-                                 "up": torch.nn.Linear(dim, 4 * dim), "down": torch.nn.Linear(4 * dim, dim)})
-            for _ in range(layers))
+            torch.nn.ModuleDict(
+                {
+                    "qkv": torch.nn.Linear(dim, 3 * dim),
+                    "out": torch.nn.Linear(dim, dim),
+                    "up": torch.nn.Linear(dim, 4 * dim),
+                    "down": torch.nn.Linear(4 * dim, dim),
+                }
+            )
+            for _ in range(layers)
+        )
 
     @torch.no_grad()
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -89,8 +96,11 @@ def capture_bare(model, x, log_dir: str) -> None:
     import torch.profiler as tp
 
     activities = [tp.ProfilerActivity.CPU] + ([tp.ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
-    with tp.profile(activities=activities, schedule=tp.schedule(wait=1, warmup=3, active=1, repeat=1),
-                    on_trace_ready=tp.tensorboard_trace_handler(log_dir)) as prof:
+    with tp.profile(
+        activities=activities,
+        schedule=tp.schedule(wait=1, warmup=3, active=1, repeat=1),
+        on_trace_ready=tp.tensorboard_trace_handler(log_dir),
+    ) as prof:
         for _ in range(5):
             model(x)
             if x.is_cuda:
@@ -117,7 +127,9 @@ def capture_ratio(args) -> tuple[list[float], list[float], int]:
         capture_bare(model, x, os.path.join(tmp, "warm"))  # first profiler start in a process pays init (CUPTI)
         bare, ours = [], []
         for i in range(args.rounds):
-            for name, fn, out in (("bare", capture_bare, bare), ("module", capture_module, ours))[:: 1 if i % 2 else -1]:
+            for name, fn, out in (("bare", capture_bare, bare), ("module", capture_module, ours))[
+                :: 1 if i % 2 else -1
+            ]:
                 log_dir = os.path.join(tmp, f"{name}{i}")
                 start = time.perf_counter()
                 fn(model, x, log_dir)
@@ -142,16 +154,22 @@ def main() -> None:
 
     base_ns, ours_ns = steady_state(args.repeat, args.number)
     bare, ours, kernels = capture_ratio(args)
-    print(f"torch {torch.__version__}, device {args.device} "
-          f"({torch.cuda.get_device_name() if args.device == 'cuda' else 'cpu'}), python {sys.version.split()[0]}")
+    print(
+        f"torch {torch.__version__}, device {args.device} "
+        f"({torch.cuda.get_device_name() if args.device == 'cuda' else 'cpu'}), python {sys.version.split()[0]}"
+    )
     print("| measurement | baseline | module | ratio | goal |")
     print("|---|---|---|---|---|")
-    print(f"| steady-state call after the capture (new context each call) | nullcontext {base_ns:.0f} ns | "
-          f"{ours_ns:.0f} ns | {ours_ns / base_ns:.2f}x | <= 2.0x |")
-    print(f"| one capture, wait 1 / warmup 3 / active 1, {args.layers}x{args.dim} seq {args.seq} {args.dtype}, "
-          f"median of {args.rounds} | bare torch.profiler {statistics.median(bare) * 1e3:.0f} ms | "
-          f"{statistics.median(ours) * 1e3:.0f} ms | {statistics.median(ours) / statistics.median(bare):.3f}x "
-          f"| <= 1.05x |")
+    print(
+        f"| steady-state call after the capture (new context each call) | nullcontext {base_ns:.0f} ns | "
+        f"{ours_ns:.0f} ns | {ours_ns / base_ns:.2f}x | <= 2.0x |"
+    )
+    print(
+        f"| one capture, wait 1 / warmup 3 / active 1, {args.layers}x{args.dim} seq {args.seq} {args.dtype}, "
+        f"median of {args.rounds} | bare torch.profiler {statistics.median(bare) * 1e3:.0f} ms | "
+        f"{statistics.median(ours) * 1e3:.0f} ms | {statistics.median(ours) / statistics.median(bare):.3f}x "
+        f"| <= 1.05x |"
+    )
     if kernels:
         print(f"GPU kernels in the module's trace: {kernels}")
 

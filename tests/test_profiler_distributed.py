@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, subprocess_env
-from profiler_helpers import load_trace, run_dirs
+from profiler_helpers import PLUGIN_TRACE_RE, load_trace, run_dirs
 
 PROGRAM = REPO_ROOT / "tests" / "programs" / "distributed_capture.py"
 
@@ -48,7 +48,7 @@ def test_all_ranks_write_one_run_directory_one_file_each(two_tensorboard_jobs):
 
     first_run = Path(by_rank[0]["paths"]).parent
     assert Path(by_rank[1]["paths"]).parent == first_run
-    files = sorted(p.name for p in first_run.iterdir())
+    files = sorted(p.name for p in first_run.iterdir() if PLUGIN_TRACE_RE.match(p.name))  # + *.summary.txt
     assert len(files) == 2 and files[0].startswith("rank0_") and files[1].startswith("rank1_")
     for rank in (0, 1):
         trace = load_trace(by_rank[rank]["paths"])
@@ -69,7 +69,7 @@ def test_successive_jobs_get_their_own_run_directories(two_tensorboard_jobs):
     runs = run_dirs(cwd / "tb")
     assert len(runs) == 2
     assert Path(results(first_job)[0]["paths"]).parent != Path(results(second_job)[0]["paths"]).parent
-    assert all(len(list(run.iterdir())) == 2 for run in runs)
+    assert all(len([p for p in run.iterdir() if PLUGIN_TRACE_RE.match(p.name)]) == 2 for run in runs)
     assert all(re.fullmatch(r"\d{8}-\d{6}_infer_main(_\d+)?", run.name) for run in runs)
 
 

@@ -317,6 +317,11 @@ class _Capture:
             with_stack=cfg.with_stack,
             with_flops=cfg.with_flops,
         )
+        if hasattr(prof, "preset_metadata_json"):  # versions and label travel in the trace's top-level metadata
+            for key, value in (("torch_version", torch.__version__), ("cuda_version", torch.version.cuda),
+                               ("capture_label", self.label)):
+                if value:
+                    prof.preset_metadata_json(key, json.dumps(value))
         try:
             prof.__enter__()
         except Exception as exc:  # e.g. "Profiler is already enabled on this thread" (the caller's own profiler)

@@ -31,7 +31,10 @@ for _ in range(3):
                                   chrome_path="chrome/trace.json") as profile:
         y = profile.run(denoise_step, x)
 capture = TorchTraceProfiler.last_capture()
-print(f"RESULT rank={capture.rank} world={capture.world_size} calls={capture.calls} "
-      f"sum={float(y.sum())} paths={','.join(capture.trace_paths)}", flush=True)
+# One write per line: print() writes the text and the newline separately (unbuffered under PYTHONUNBUFFERED),
+# so two ranks sharing the pipe could glue their RESULT lines together.
+sys.stdout.write(f"RESULT rank={capture.rank} world={capture.world_size} calls={capture.calls} "
+                 f"sum={float(y.sum())} paths={','.join(capture.trace_paths)}\n")
+sys.stdout.flush()
 if init:
     dist.destroy_process_group()

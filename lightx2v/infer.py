@@ -1,0 +1,349 @@
+"""`python -m lightx2v.infer`: the embedded Qwen-Image-style text-to-image run, profiled at `infer_main`.
+
+Arguments are parsed and checked before torch is imported, so `--help` and bad input answer at once and
+bad input ends with one `error:` line (exit 2), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from lightx2v.models.networks.qwen_image.config import PRESETS, QwenImageArch
+from lightx2v.utils.distributed import launched_world_size
+
+DESCRIPTION = """\
+Embedded Qwen-Image-style text-to-image inference with a torch.profiler trace of the `infer_main` call.
+
+The model has the real structure (MMDiT: image and text token streams, joint attention, adaLN, flow-matching
+Euler with classifier-free guidance) but SYNTHETIC weights (seeded random init). There is no text encoder and
+no VAE: the prompt becomes a deterministic pseudo-embedding, and the PNG is a preview of the final latents,
+not a picture. Outputs: <save_result_path> (PNG preview), the same stem with .pt (latents, 1x16xH/8xW/8)
+and .json (run metadata: settings, timings, model.infer call count, trace location).
+"""
+
+EPILOG = """\
+presets:
+{presets}
+multi-GPU (or 2 CPU processes): torchrun --nproc_per_node=2 -m lightx2v.infer ... --cfg_parallel
+environment: LIGHTX2V_TORCH_PROFILE=0 disables profiling; LIGHTX2V_TORCH_PROFILE_DIR overrides --tb_dir.
+"""
+
+DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def _preset_help() -> str:
+    lines = []
+    for name, a in PRESETS.items():
+        n = a.param_count()
+        size = f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.1f}M"
+        lines.append(
+            f"  {name:<11} {a.num_layers} blocks, hidden {a.hidden_size}, {a.num_heads} heads, "
+            f"{a.height}x{a.width}, {a.infer_steps} steps, {size} params"
+        )
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m lightx2v.infer",
+        usage=f"%(prog)s [--preset {{{','.join(PRESETS)}}}] [--infer_steps N] [--prompt TEXT] [options]  (see --help)",
+        description=DESCRIPTION,
+        epilog=EPILOG.format(presets=_preset_help()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    g = p.add_argument_group("job (LightX2V's names)")
+    g.add_argument("--model_cls", default="qwen_image", choices=["qwen_image"], help="model class (default qwen_image)")
+    g.add_argument("--task", default="t2i", choices=["t2i"], help="task (default t2i)")
+    g.add_argument("--prompt", default="A cozy coffee shop at dawn, warm light, cinematic composition.")
+    g.add_argument("--negative_prompt", default=" ", help="prompt of the unconditional branch (default ' ')")
+    g.add_argument("--seed", type=int, default=42, help="seed of the initial noise (default 42)")
+    g.add_argument("--infer_steps", type=int, default=None, help="denoising steps (default: the preset's)")
+    g.add_argument("--guidance_scale", type=float, default=4.0, help="true-CFG scale; <= 1 disables CFG (default 4.0)")
+    g.add_argument(
+        "--save_result_path",
+        default="save_results/qwen_image_t2i.png",
+        help="PNG preview path; latents and metadata go next to it (default save_results/qwen_image_t2i.png)",
+    )
+    g.add_argument("--cfg_parallel", action="store_true", help="under torchrun with 2 ranks: one CFG branch per rank")
+
+    g = p.add_argument_group("model size")
+    g.add_argument("--preset", default="tiny", choices=list(PRESETS), help="model shape and defaults (default tiny)")
+    g.add_argument("--height", type=int, default=None, help="image height in pixels (multiple of 16)")
+    g.add_argument("--width", type=int, default=None, help="image width in pixels (multiple of 16)")
+    g.add_argument("--num_layers", type=int, default=None, help="override the preset's number of blocks")
+    g.add_argument("--hidden_size", type=int, default=None, help="override the preset's hidden size")
+    g.add_argument("--num_heads", type=int, default=None, help="override the preset's attention heads")
+    g.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto: CUDA when available")
+    g.add_argument("--dtype", default="auto", choices=["auto", *DTYPES], help="auto: bf16 on CUDA, fp32 on CPU")
+    g.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="CPU threads for torch (default: torch's, one per core); 1 is much faster on a busy small machine",
+    )
+
+    g = p.add_argument_group("profiler (TorchTraceProfileContext at infer_main)")
+    g.add_argument(
+        "--profile", action=argparse.BooleanOptionalAction, default=True, help="capture a trace (default on)"
+    )
+    g.add_argument("--profile_format", default="tensorboard", choices=["tensorboard", "chrome"])
+    g.add_argument("--tb_dir", default=None, help="TensorBoard logdir (default save_results/torch_profile)")
+    g.add_argument("--chrome_path", default=None, help="chrome-format trace path (default save_results/trace.json)")
+    g.add_argument("--with_stack", action="store_true", help="record Python call stacks")
+    g.add_argument("--use_gzip", action="store_true", help="write *.pt.trace.json.gz")
+    g.add_argument("--profile_wait", type=int, default=1, help="calls not recorded (default 1)")
+    g.add_argument("--profile_warmup", type=int, default=3, help="calls recorded, not exported (default 3)")
+    g.add_argument("--profile_active", type=int, default=1, help="calls recorded and exported (default 1)")
+    g.add_argument("--tensorboard_port", type=int, default=None, help="port shown in the TensorBoard hint")
+    return p
+
+
+def resolve_arch(args: argparse.Namespace) -> QwenImageArch:
+    """The preset with the command line's overrides applied."""
+    overrides = {
+        k: getattr(args, k) for k in ("num_layers", "hidden_size", "num_heads", "height", "width", "infer_steps")
+    }
+    return dataclasses.replace(PRESETS[args.preset], **{k: v for k, v in overrides.items() if v is not None})
+
+
+def check_args(args: argparse.Namespace, arch: QwenImageArch, world_size: int) -> list[str]:
+    """Every problem with the request, each naming the flag, before anything heavy happens."""
+    problems = list(arch.problems())
+    if arch.infer_steps < 1:
+        problems.append(f"--infer_steps must be a positive integer, got {arch.infer_steps}")
+    for flag, value in (("--height", arch.height), ("--width", arch.width)):
+        if value < 1 or value % arch.pixel_multiple:
+            problems.append(
+                f"{flag} {value} must be a positive multiple of {arch.pixel_multiple} "
+                f"(VAE scale {arch.vae_scale_factor} x patch {arch.patch_size})"
+            )
+    for flag in ("profile_wait", "profile_warmup"):
+        if getattr(args, flag) < 0:
+            problems.append(f"--{flag} must be >= 0, got {getattr(args, flag)}")
+    if args.profile_active < 1:
+        problems.append(f"--profile_active must be >= 1, got {args.profile_active}")
+    if args.threads is not None and args.threads < 1:
+        problems.append(f"--threads must be >= 1, got {args.threads}")
+    if args.tensorboard_port is not None and not 1 <= args.tensorboard_port <= 65535:
+        problems.append(f"--tensorboard_port must be in 1-65535, got {args.tensorboard_port}")
+    if args.cfg_parallel and world_size != 2:
+        problems.append(
+            f"--cfg_parallel runs the two CFG branches on exactly 2 processes (world size here: {world_size}); "
+            "launch with: torchrun --nproc_per_node=2 -m lightx2v.infer ... --cfg_parallel"
+        )
+    if args.cfg_parallel and args.guidance_scale <= 1.0:
+        problems.append(f"--cfg_parallel needs CFG on, but --guidance_scale {args.guidance_scale} <= 1 disables it")
+    if world_size > 1 and not args.cfg_parallel:
+        problems.append(f"started by torchrun with {world_size} processes: add --cfg_parallel (with 2 processes)")
+    problem = check_writable(Path(args.save_result_path))
+    if problem:
+        problems.append(problem)
+    return problems
+
+
+def check_writable(path: Path) -> str | None:
+    """None when `path` (and its .pt/.json siblings) can be written, else why not."""
+    from PIL import Image
+
+    if path.suffix.lower() not in Image.registered_extensions():
+        return f"--save_result_path {path}: unknown image extension {path.suffix!r} (use .png)"
+    if path.is_dir():
+        return f"--save_result_path {path} is a directory; give a file name such as {path / 'qwen_image_t2i.png'}"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+    except OSError as exc:
+        return f"--save_result_path {path} is not writable: {exc.strerror or exc}"
+    return None
+
+
+def pick_device(args: argparse.Namespace, parser: argparse.ArgumentParser):
+    import torch
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: CUDA is not available on this machine (use --device cpu or auto)")
+    use_cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
+    # under torchrun each rank owns the GPU of its local rank
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if use_cuda else torch.device("cpu")
+    name = args.dtype if args.dtype != "auto" else ("bf16" if use_cuda else "fp32")
+    return device, getattr(torch, DTYPES[name])
+
+
+def available_memory(device) -> int | None:
+    """Bytes free for weights on `device` (None when unknown)."""
+    import torch
+
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    try:
+        with open("/proc/meminfo") as f:
+            fields = dict(line.split(":", 1) for line in f)
+        return int(fields["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def check_memory(arch: QwenImageArch, device, dtype) -> str | None:
+    """Refuse a model whose weights alone cannot fit, instead of thrashing or being OOM-killed."""
+    need = arch.param_count() * dtype.itemsize
+    free = available_memory(device)
+    if free is not None and need > free:
+        return (
+            f"the model needs {need / 2**30:.1f} GiB for its {arch.param_count() / 1e9:.2f}B weights in "
+            f"{str(dtype).removeprefix('torch.')} but {device} has {free / 2**30:.1f} GiB free "
+            "(the qwen-image preset is for a big GPU; use --preset tiny or small, "
+            "or smaller --num_layers/--hidden_size)"
+        )
+    return None
+
+
+def profile_kwargs(args: argparse.Namespace) -> dict:
+    kw = {
+        "profile_format": args.profile_format,
+        "with_stack": args.with_stack,
+        "use_gzip": args.use_gzip,
+        "wait": args.profile_wait,
+        "warmup": args.profile_warmup,
+        "active": args.profile_active,
+    }
+    for key in ("tb_dir", "chrome_path", "tensorboard_port"):  # only when given: keep the profiler's defaults
+        if getattr(args, key) is not None:
+            kw[key] = getattr(args, key)
+    return kw
+
+
+def write_outputs(latents, config, path: Path, meta: dict) -> dict[str, str]:
+    import torch
+
+    from lightx2v.models.video_encoders.latent_preview import save_preview
+
+    paths = {"preview": path, "latents": path.with_suffix(".pt"), "metadata": path.with_suffix(".json")}
+    torch.save(latents, paths["latents"])
+    save_preview(latents, paths["preview"], config.height, config.width)
+    meta["outputs"] = {k: str(v) for k, v in paths.items()}
+    paths["metadata"].write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    return meta["outputs"]
+
+
+def capture_info() -> dict | None:
+    """This rank's capture as the profiler reports it (None when nothing was captured)."""
+    from lightx2v.utils.torch_trace_profiler import TorchTraceProfiler
+
+    cap = TorchTraceProfiler.last_capture()
+    if cap is None:
+        return None
+    return {
+        "label": cap.label,
+        "profile_format": cap.profile_format,
+        "run_dir": cap.run_dir,
+        "trace_paths": list(cap.trace_paths),
+        "calls": cap.calls,
+        "seconds": cap.seconds,
+        "error": cap.error,
+    }
+
+
+def run(args: argparse.Namespace, arch: QwenImageArch, device, dtype) -> None:
+    """Build, denoise, and (rank 0) write the outputs and say where everything went."""
+    import torch
+    from tqdm import tqdm
+
+    from lightx2v.models.runners.qwen_image.qwen_image_runner import QwenImageRunConfig, QwenImageRunner
+    from lightx2v.utils import distributed
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    rank, world_size, device = distributed.setup(device)
+    try:
+        config = QwenImageRunConfig(
+            arch=arch,
+            prompt=args.prompt,
+            negative_prompt=args.negative_prompt,
+            height=arch.height,
+            width=arch.width,
+            infer_steps=arch.infer_steps,
+            seed=args.seed,
+            guidance_scale=args.guidance_scale,
+            cfg_parallel=args.cfg_parallel,
+            device=device,
+            dtype=dtype,
+            profile=profile_kwargs(args),
+        )
+        sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+        bar = tqdm(total=config.infer_steps, desc="denoise", unit="step", disable=rank != 0, file=sys.stderr)
+        runner = QwenImageRunner(config, progress_callback=lambda done, total: bar.update(1))
+        t0 = time.perf_counter()
+        runner.init_modules()
+        sync()
+        t1 = time.perf_counter()
+        latents = runner.run_pipeline()
+        sync()
+        t2 = time.perf_counter()
+        bar.close()
+        if rank != 0:
+            return
+        capture = capture_info() if args.profile else None
+        meta = {
+            "model_cls": args.model_cls,
+            "task": args.task,
+            "preset": args.preset,
+            "arch": dataclasses.asdict(arch),
+            "param_count": arch.param_count(),
+            "prompt": args.prompt,
+            "negative_prompt": args.negative_prompt,
+            "seed": args.seed,
+            "guidance_scale": args.guidance_scale,
+            "device": str(device),
+            "threads": torch.get_num_threads(),
+            "dtype": str(dtype).removeprefix("torch."),
+            "world_size": world_size,
+            "cfg_parallel": args.cfg_parallel,
+            "profile": args.profile,
+            "profile_kwargs": config.profile,
+            "infer_calls": runner.model.infer_calls,
+            "seconds": {"init": t1 - t0, "denoise": t2 - t1},
+            "capture": capture,
+        }
+        outputs = write_outputs(latents, config, Path(args.save_result_path), meta)
+        print(f"preview: {outputs['preview']}\nlatents: {outputs['latents']}\nmetadata: {outputs['metadata']}")
+        calls = runner.model.infer_calls
+        print(f"denoise: {t2 - t1:.2f} s for {config.infer_steps} steps, model.infer called {calls} times")
+        if capture and capture["run_dir"]:
+            print(f"trace run directory: {capture['run_dir']}")
+        for trace in capture["trace_paths"] if capture else []:
+            print(f"trace: {trace}")
+        if capture and capture["error"]:
+            print(f"trace: capture incomplete: {capture['error']}")
+        elif args.profile and not capture:
+            print("trace: none captured (profiling switched off by LIGHTX2V_TORCH_PROFILE)")
+    finally:
+        distributed.teardown()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    arch = resolve_arch(args)
+    problems = check_args(args, arch, launched_world_size())
+    if problems:
+        parser.error("; ".join(problems))
+    device, dtype = pick_device(args, parser)
+    problem = check_memory(arch, device, dtype)
+    if problem:
+        parser.error(problem)
+    if not args.profile:
+        os.environ["LIGHTX2V_TORCH_PROFILE"] = "0"  # the profiler's own off switch: contexts become plain calls
+    run(args, arch, device, dtype)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

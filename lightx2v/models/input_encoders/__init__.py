@@ -1,0 +1,1 @@
+"""Stand-ins for the text encoder: the embedded workload ships no real encoder weights."""

@@ -1,0 +1,1 @@
+"""Networks in LightX2V's layout, one sub-package per model class."""

@@ -1,0 +1,1 @@
+"""A compact Qwen-Image-style MMDiT with synthetic (seeded random) weights."""

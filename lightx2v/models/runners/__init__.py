@@ -1,0 +1,1 @@
+"""Runners in LightX2V's layout, one sub-package per model class."""

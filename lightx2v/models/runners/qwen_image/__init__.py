@@ -1,0 +1,1 @@
+"""The Qwen-Image runner: encoders, denoising loop with the profiled `infer_main`, outputs."""

@@ -1,0 +1,1 @@
+"""Schedulers in LightX2V's layout, one sub-package per model class."""

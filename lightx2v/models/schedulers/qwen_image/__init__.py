@@ -1,0 +1,1 @@
+"""Flow-matching Euler scheduler for the Qwen-Image-style model."""

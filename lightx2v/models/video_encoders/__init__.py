@@ -1,0 +1,1 @@
+"""Stand-ins for the VAE: the embedded workload decodes nothing, it previews latents."""

@@ -1,0 +1,73 @@
+"""The per-capture hook: the profiler calls ``write_capture_summary(trace_path)`` after writing each trace.
+
+It writes the same report as ``python -m lightx2v.trace_summary <trace>`` to ``<trace>.summary.txt`` (a name
+the TensorBoard plugin's ``^(.*?)(\\.\\d+)?\\.pt\\.trace\\.json(\\.gz)?$`` does not match, so the run stays
+clean), atomically (hidden temp name, then rename), and returns a few short lines for the capture log.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from .analyze import analyze_trace
+from .model import RankSummary
+from .render import render_rank
+
+LOG_TOP = 3
+LOG_NAME_WIDTH = 60
+SUMMARY_SUFFIX = ".summary.txt"
+
+
+def write_capture_summary(trace_path: str) -> list[str]:
+    """Summarize one freshly written trace; returns 3-6 lines (step, top kernels or CPU ops, report path)."""
+    summary = analyze_trace(trace_path)
+    out_path = trace_path + SUMMARY_SUFFIX
+    _write_atomically(out_path, render_rank(summary) + "\n")
+    return log_lines(summary, out_path)
+
+
+def log_lines(r: RankSummary, out_path: str) -> list[str]:
+    lines = []
+    if r.steps:
+        s = r.steps[0] if len(r.steps) == 1 else None
+        wall = sum(x.wall_us for x in r.steps) / len(r.steps)
+        head = s.name if s else f"{len(r.steps)} steps, mean"
+        line = f"{head}: {wall / 1000:.2f} ms"
+        if r.gpu is not None:
+            busy = sum(x.gpu_busy_us or 0.0 for x in r.steps) / len(r.steps)
+            line += f", GPU busy {busy / 1000:.2f} ms ({100 * busy / wall if wall else 0:.1f}%)"
+            if r.idle is not None and r.idle.flagged:
+                line += f" - GPU idle {100 * r.idle.ratio:.0f}% of the step!"
+        lines.append(line)
+    if r.gpu is not None and r.top_kernels:
+        lines.append("top GPU kernels (share of GPU time, total, calls):")
+        for k in r.top_kernels[:LOG_TOP]:
+            lines.append(f"  {k.pct_of_gpu_time:5.1f}% {k.total_us / 1000:9.3f} ms x{k.calls:<5} "
+                         f"{_cut(k.short_name)}")
+    elif r.top_cpu_ops:
+        lines.append("top CPU ops by self time (share, self, calls):")
+        for op in r.top_cpu_ops[:LOG_TOP]:
+            lines.append(f"  {op.pct_of_cpu_self:5.1f}% {op.self_us / 1000:9.3f} ms x{op.calls:<5} {_cut(op.name)}")
+    lines.append(f"summary: {out_path}")
+    return lines
+
+
+def _cut(s: str) -> str:
+    return s if len(s) <= LOG_NAME_WIDTH else s[: LOG_NAME_WIDTH - 3] + "..."
+
+
+def _write_atomically(path: str, text: str) -> None:
+    directory, name = os.path.split(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

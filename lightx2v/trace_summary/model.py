@@ -1,0 +1,158 @@
+"""The summary's data: plain dataclasses whose field names are the stable ``--json`` schema (docs/trace_summary.md).
+
+Times are microseconds (the trace's own unit), percentages are 0-100. A field that does not apply is ``None``
+(e.g. GPU fields of a CPU-only trace), never left out, so consumers can rely on every key being present.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+SCHEMA = "lightx2v.trace_summary/1"
+
+
+@dataclass
+class Device:
+    id: Optional[int]
+    name: str
+    memory_bytes: Optional[int]
+    compute_capability: Optional[str]
+
+
+@dataclass
+class IdleStats:
+    """GPU idle time inside a window (a step): everything not covered by kernel/memcpy/memset intervals."""
+
+    window_us: float
+    idle_us: float
+    ratio: float  # idle_us / window_us, 0..1
+    largest_gap_us: float
+    largest_gap_at_us: float  # where the largest gap starts, from the start of its step
+    largest_gap_step: str  # the step holding the largest gap
+    gaps_over_10us: int
+    flagged: bool  # ratio >= IDLE_FLAG_RATIO
+
+
+@dataclass
+class StepStats:
+    name: str  # "ProfilerStep#4", or "(whole trace)" when the trace has no step annotations
+    number: Optional[int]
+    start_us: float  # trace timestamp of the step start
+    wall_us: float  # from the CPU step start to the later of the CPU step end and its GPU work end
+    cpu_us: float  # the CPU-side ProfilerStep span alone
+    gpu_busy_us: Optional[float]
+    gpu_busy_pct: Optional[float]
+    kernel_count: Optional[int]
+    idle: Optional[IdleStats]
+
+
+@dataclass
+class KernelStat:
+    name: str
+    short_name: str
+    calls: int
+    total_us: float
+    mean_us: float
+    pct_of_gpu_time: float  # share of summed GPU activity (kernels + memcpy + memset)
+
+
+@dataclass
+class CpuOpStat:
+    name: str
+    calls: int
+    self_us: float
+    total_us: float
+    mean_self_us: float
+    pct_of_cpu_self: float  # share of the summed self time of all CPU ops
+
+
+@dataclass
+class MemOpStat:
+    kind: str  # "memcpy" or "memset"
+    name: str  # e.g. "Memcpy HtoD (Pageable -> Device)"
+    calls: int
+    total_us: float
+    bytes: Optional[int]
+
+
+@dataclass
+class GpuTotals:
+    busy_us: float  # union of all GPU activity intervals in the trace
+    activity_us: float  # plain sum of their durations (>= busy_us when streams overlap)
+    kernel_count: int
+    kernel_us: float
+    memcpy_us: float
+    memset_us: float
+    streams: int
+
+
+@dataclass
+class RankSummary:
+    """Everything reported about one trace file (one rank / worker)."""
+
+    file: str
+    size_bytes: int
+    compressed: bool
+    worker: str
+    rank: Optional[int]
+    world_size: Optional[int]
+    devices: list[Device]
+    versions: dict[str, str]
+    event_count: int
+    trace_span_us: float
+    steps: list[StepStats]
+    gpu: Optional[GpuTotals]
+    idle: Optional[IdleStats]  # all steps together
+    top_kernels: list[KernelStat]
+    top_cpu_ops: list[CpuOpStat]
+    cpu_self_total_us: float
+    memory_ops: list[MemOpStat]
+    gpu_comm_us: Optional[float]  # time in communication kernels (NCCL/RCCL) inside steps
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RankRow:
+    rank: Optional[int]
+    worker: str
+    steps: int
+    step_wall_us: float  # mean over the file's steps
+    gpu_busy_us: Optional[float]  # mean per step
+    gpu_busy_pct: Optional[float]
+    gpu_comm_us: Optional[float]  # mean per step
+
+
+@dataclass
+class Straggler:
+    rank: Optional[int]
+    worker: str
+    criterion: str  # "step_wall" or "gpu_compute" (busy minus communication, when step times are in lock-step)
+    step_wall_us: float
+    slower_than_fastest_pct: float  # by the criterion's measure
+    spread_pct: float  # (slowest - fastest) / fastest step wall time
+
+
+@dataclass
+class RunSummary:
+    label: str
+    path: str
+    ranks: list[RankSummary]
+    comparison: Optional[list[RankRow]]  # only with several ranks
+    straggler: Optional[Straggler]
+
+
+def to_json(runs: list[RunSummary]) -> dict[str, Any]:
+    """The ``--json`` document: {"schema": SCHEMA, "runs": [...]} with the dataclasses' fields."""
+    return {"schema": SCHEMA, "runs": [_rounded(dataclasses.asdict(run)) for run in runs]}
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, 3)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value

@@ -1,0 +1,53 @@
+"""Several ranks of one run side by side, and which one is the straggler.
+
+The straggler is the rank with the longest mean step wall time. When all step times are within
+LOCKSTEP_SPREAD of each other, collectives have synchronized the ranks (the fast ones wait inside NCCL), so
+step time cannot tell them apart: then, if the traces have GPU communication kernels, the straggler is the rank
+with the most GPU compute time per step (busy minus time in NCCL/RCCL kernels), the one the others wait for.
+"""
+
+from __future__ import annotations
+
+from .model import RankRow, RankSummary, Straggler
+
+LOCKSTEP_SPREAD = 0.05
+
+
+def rank_rows(ranks: list[RankSummary]) -> list[RankRow]:
+    rows = []
+    for r in ranks:
+        n = len(r.steps) or 1
+        wall = sum(s.wall_us for s in r.steps) / n
+        has_gpu = r.gpu is not None
+        busy = sum(s.gpu_busy_us or 0.0 for s in r.steps) / n if has_gpu else None
+        rows.append(RankRow(
+            rank=r.rank,
+            worker=r.worker,
+            steps=len(r.steps),
+            step_wall_us=wall,
+            gpu_busy_us=busy,
+            gpu_busy_pct=100.0 * busy / wall if has_gpu and wall > 0 else None,
+            gpu_comm_us=(r.gpu_comm_us or 0.0) / n if has_gpu else None,
+        ))
+    return rows
+
+
+def straggler(rows: list[RankRow]) -> Straggler | None:
+    if len(rows) < 2:
+        return None
+    slowest = max(rows, key=lambda r: r.step_wall_us)
+    fastest = min(rows, key=lambda r: r.step_wall_us)
+    spread = _rel(slowest.step_wall_us, fastest.step_wall_us)
+    criterion, worst, lead = "step_wall", slowest, spread
+    has_comm = all(r.gpu_comm_us is not None for r in rows) and any(r.gpu_comm_us for r in rows)
+    if spread < LOCKSTEP_SPREAD and has_comm:
+        def compute(r: RankRow) -> float:
+            return (r.gpu_busy_us or 0.0) - (r.gpu_comm_us or 0.0)
+        worst = max(rows, key=compute)
+        criterion, lead = "gpu_compute", _rel(compute(worst), min(compute(r) for r in rows))
+    return Straggler(rank=worst.rank, worker=worst.worker, criterion=criterion, step_wall_us=worst.step_wall_us,
+                     slower_than_fastest_pct=100.0 * lead, spread_pct=100.0 * spread)
+
+
+def _rel(a: float, b: float) -> float:
+    return (a - b) / b if b > 0 else 0.0

@@ -1,0 +1,164 @@
+"""The plain-text report: compact tables for a terminal over SSH (ASCII only, <= ~110 columns)."""
+
+from __future__ import annotations
+
+from .analyze import IDLE_FLAG_RATIO
+from .model import IdleStats, RankSummary, RunSummary
+from .ranks import LOCKSTEP_SPREAD
+
+NAME_WIDTH = 72
+MAX_STEP_ROWS = 12
+
+
+def render_runs(runs: list[RunSummary]) -> str:
+    return "\n\n".join(render_run(run) for run in runs) + "\n"
+
+
+def render_run(run: RunSummary) -> str:
+    if len(run.ranks) == 1:
+        return render_rank(run.ranks[0])
+    ranks = [r.rank for r in run.ranks]
+    what = "ranks" if None not in ranks and len(set(ranks)) == len(ranks) else "trace files (workers or spans)"
+    lines = [f"Run {run.label}: {len(run.ranks)} {what} ({run.path})", ""]
+    lines.append(f"  {'rank':>4}  {'worker':<24} {'steps':>5} {'step ms':>10} {'GPU busy ms':>12} "
+                 f"{'busy %':>7} {'comm ms':>9}")
+    for row in run.comparison or []:
+        lines.append(f"  {_opt(row.rank):>4}  {_cut(row.worker, 24):<24} {row.steps:>5} {_ms(row.step_wall_us):>10} "
+                     f"{_ms(row.gpu_busy_us):>12} {_p(row.gpu_busy_pct):>7} {_ms(row.gpu_comm_us):>9}")
+    s = run.straggler
+    if s is not None:
+        who = f"rank {s.rank} ({s.worker})" if s.rank is not None else s.worker
+        if s.criterion == "step_wall":
+            factor = 1 + s.slower_than_fastest_pct / 100
+            fastest = s.step_wall_us / factor
+            lead = f"{factor:.1f}x" if factor >= 2 else f"{s.slower_than_fastest_pct:+.1f}% vs"
+            lines.append(f"  straggler: {who}: step {_ms(s.step_wall_us)} ms, {lead} the fastest rank's "
+                         f"{_ms(fastest)} ms")
+        else:
+            lines.append(f"  straggler: {who}: step times are within {100 * LOCKSTEP_SPREAD:.0f}% (ranks wait for "
+                         f"each other in collectives); it has the most GPU compute per step, "
+                         f"{s.slower_than_fastest_pct:+.1f}% vs the least")
+    for rank in run.ranks:
+        lines += ["", "=" * 100, render_rank(rank)]
+    return "\n".join(lines)
+
+
+def render_rank(r: RankSummary) -> str:
+    lines = [f"Trace summary: {r.worker}" + (f" (rank {r.rank}" + (f" of {r.world_size})" if r.world_size else ")")
+                                             if r.rank is not None else "")]
+    lines.append(f"  file      {r.file} ({_bytes(r.size_bytes)}{', gzip' if r.compressed else ''}, "
+                 f"{r.event_count:,} events, span {_ms(r.trace_span_us)} ms)")
+    devices = "; ".join(
+        f"{d.id if d.id is not None else '?'}: {d.name}"
+        + (f" (sm {d.compute_capability}" if d.compute_capability else " (")
+        + (f", {d.memory_bytes / 2**30:.1f} GiB)" if d.memory_bytes else ")")
+        for d in r.devices)
+    lines.append(f"  devices   {devices or 'none recorded (CPU-only trace)'}")
+    if r.versions:
+        lines.append("  versions  " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in r.versions.items()))
+    lines.append(f"  steps     {_step_names(r.steps)}")
+    for note in r.notes:
+        lines.append(f"  note      {note}")
+
+    lines += ["", f"  {'step':<20} {'wall ms':>10} {'GPU busy ms':>12} {'busy %':>7} {'kernels':>8} {'idle %':>7} "
+                  f"{'largest gap ms':>15}"]
+    shown = r.steps if len(r.steps) <= MAX_STEP_ROWS else r.steps[:MAX_STEP_ROWS - 2] + r.steps[-2:]
+    for i, s in enumerate(shown):
+        if len(shown) < len(r.steps) and i == MAX_STEP_ROWS - 2:
+            lines.append(f"  ... {len(r.steps) - len(shown)} more steps ...")
+        lines.append(_step_row(s.name, s.wall_us, s.gpu_busy_us, s.gpu_busy_pct, s.kernel_count,
+                               s.idle.ratio if s.idle else None, s.idle.largest_gap_us if s.idle else None))
+    if len(r.steps) > 1:
+        n = len(r.steps)
+        wall = sum(s.wall_us for s in r.steps) / n
+        gpu = r.gpu is not None
+        busy = sum(s.gpu_busy_us or 0.0 for s in r.steps) / n if gpu else None
+        kernels = round(sum(s.kernel_count or 0 for s in r.steps) / n) if gpu else None
+        slowest = max(r.steps, key=lambda s: s.wall_us)
+        lines.append(_step_row(f"mean of {n}", wall, busy, 100 * busy / wall if gpu and wall else None, kernels,
+                               r.idle.ratio if r.idle else None, None))
+        lines.append(f"  slowest step: {slowest.name} ({_ms(slowest.wall_us)} ms)")
+    if r.idle is not None:
+        lines += ["", _idle_line(r.idle)]
+
+    if r.gpu is not None:
+        g = r.gpu
+        lines += ["", f"Top {len(r.top_kernels)} GPU kernels by total time (GPU activity {_ms(g.activity_us)} ms, busy "
+                      f"{_ms(g.busy_us)} ms, {g.kernel_count:,} kernels on {g.streams} stream(s))",
+                  f"  {'% GPU':>6} {'total ms':>10} {'calls':>7} {'mean us':>9}  kernel"]
+        for k in r.top_kernels:
+            lines.append(f"  {k.pct_of_gpu_time:6.1f} {_ms(k.total_us):>10} {k.calls:>7} {k.mean_us:9.1f}  "
+                         f"{_cut(k.short_name, NAME_WIDTH)}")
+        if r.memory_ops:
+            lines += ["", "Memory copies and sets"]
+            for m in r.memory_ops:
+                size = f"  {_bytes(m.bytes)}" if m.bytes is not None else ""
+                lines.append(f"  {m.kind:<7} {_cut(m.name, 40):<40} {m.calls:>7} calls {_ms(m.total_us):>10} ms{size}")
+        else:
+            lines += ["", "Memory copies and sets: none"]
+    else:
+        lines += ["", "GPU: no kernels, copies or sets in this trace"]
+
+    lines += ["", f"Top {len(r.top_cpu_ops)} CPU ops by self time (all CPU ops: {_ms(r.cpu_self_total_us)} ms self)"]
+    if r.top_cpu_ops:
+        lines.append(f"  {'% self':>6} {'self ms':>10} {'total ms':>10} {'calls':>7}  op")
+        for op in r.top_cpu_ops:
+            lines.append(f"  {op.pct_of_cpu_self:6.1f} {_ms(op.self_us):>10} {_ms(op.total_us):>10} {op.calls:>7}  "
+                         f"{_cut(op.name, NAME_WIDTH)}")
+    else:
+        lines.append("  none recorded")
+    return "\n".join(lines)
+
+
+def _step_row(name, wall, busy, busy_pct, kernels, idle_ratio, largest_gap) -> str:
+    return (f"  {_cut(name, 20):<20} {_ms(wall):>10} {_ms(busy):>12} {_p(busy_pct):>7} {_opt(kernels):>8} "
+            f"{_p(idle_ratio * 100 if idle_ratio is not None else None):>7} {_ms(largest_gap):>15}")
+
+
+def _step_names(steps) -> str:
+    if not steps:
+        return "none"
+    if len(steps) <= 6:
+        return ", ".join(s.name for s in steps)
+    return f"{steps[0].name} ... {steps[-1].name} ({len(steps)} steps)"
+
+
+def _idle_line(idle: IdleStats) -> str:
+    verdict = (f"ok (flagged at >= {100 * IDLE_FLAG_RATIO:.0f}%)" if not idle.flagged
+               else f"!! HIGH GPU IDLE (>= {100 * IDLE_FLAG_RATIO:.0f}% of step time)")
+    lines = [f"GPU idle inside steps: {_ms(idle.idle_us)} of {_ms(idle.window_us)} ms ({100 * idle.ratio:.1f}%) - "
+             f"{verdict}",
+             f"  largest gap {_ms(idle.largest_gap_us)} ms at +{_ms(idle.largest_gap_at_us)} ms into "
+             f"{idle.largest_gap_step}; {idle.gaps_over_10us} gaps >= 10 us"]
+    if idle.flagged:
+        if idle.largest_gap_us >= idle.idle_us / 2:
+            lines.append("  mostly one long stall: look for a host sync, data loading or CPU work at that offset")
+        else:
+            lines.append("  many short gaps: launch-bound (small kernels); CUDA graphs or torch.compile may help")
+    return "\n".join(lines)
+
+
+def _ms(us: float | None) -> str:
+    return "-" if us is None else f"{us / 1000:.3f}"
+
+
+def _p(pct: float | None) -> str:
+    return "-" if pct is None else f"{pct:.1f}"
+
+
+def _opt(value) -> str:
+    return "-" if value is None else str(value)
+
+
+def _cut(s: str, width: int) -> str:
+    return s if len(s) <= width else s[: width - 3] + "..."
+
+
+def _bytes(n: int | None) -> str:
+    if n is None:
+        return "-"
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"

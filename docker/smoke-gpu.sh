@@ -47,7 +47,10 @@ host_port_answers() {
         python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$TB_PORT/', timeout=5)"
     fi
 }
-newest_trace() { find save_results/torch_profile -name '*.pt.trace.json*' ! -name '.*' -newer "$1" 2>/dev/null | sort | tail -1; }
+newest_trace() { # trace files only: not the .summary.txt beside them, not the profiler's hidden temp names
+    find save_results/torch_profile \( -name '*.pt.trace.json' -o -name '*.pt.trace.json.gz' \) ! -name '.*' \
+        -newer "$1" 2>/dev/null | sort | tail -1
+}
 wait_trace() { # $1 marker file, $2 timeout s
     local deadline=$((SECONDS + $2)) trace=""
     while [ -z "$trace" ]; do

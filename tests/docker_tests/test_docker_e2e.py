@@ -27,6 +27,16 @@ EXEC_CAPTURE = ["python", "-m", "lightx2v.infer", "--preset", "tiny", "--infer_s
 TRACE_GLOB = "torch_profile/*/*.pt.trace.json*"
 
 
+def traces(results: Path) -> set[Path]:
+    """Trace files under the results folder: what the plugin reads (not the summaries written beside them,
+    not the profiler's hidden temporary names)."""
+    return {
+        p
+        for p in results.glob(TRACE_GLOB)
+        if p.name.endswith((".pt.trace.json", ".pt.trace.json.gz")) and not p.name.startswith(".")
+    }
+
+
 def wait_for(what: str, predicate, timeout: float, interval: float = 0.1):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -49,7 +59,7 @@ def land_then_list(stack: Stack, results: Path, known: set[Path], timeout: float
     Returns the trace and the monotonic times it landed and was listed."""
     trace = wait_for(
         "a new trace in " + str(results / TRACE_GLOB),
-        lambda: next((p for p in results.glob(TRACE_GLOB) if p not in known and not p.name.startswith(".")), None),
+        lambda: next(iter(traces(results) - known), None),
         timeout,
     )
     landed = time.monotonic()
@@ -174,7 +184,7 @@ def test_default_inference_trace_reaches_the_host_owned_by_the_user(stack):
 
 def test_exec_capture_appears_without_restart(stack):
     results = stack.project / "save_results"
-    known = set(results.glob(TRACE_GLOB))
+    known = traces(results)
     tensorboard_pid = ["supervisorctl", "-c", "docker/supervisord.conf", "pid", "tensorboard"]
     before = stack.exec(*tensorboard_pid).stdout.strip()
     started_at = stack.inspect()["State"]["StartedAt"]
@@ -197,7 +207,7 @@ def test_a_stopped_stack_starts_again_as_the_same_user(stack):
     """`compose stop` then `up` restarts the same container: it now starts directly as the re-pointed user
     (no root step); supervisord must still run, and the inference run at start lands owned by uid 1234."""
     results = stack.project / "save_results"
-    known = set(results.glob(TRACE_GLOB))
+    known = traces(results)
     (container,) = stack.container_ids()
     stack.compose("stop")
     result = stack.compose("up", "--detach", "--wait", "--wait-timeout", "120", check=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 import torch
 
 from conftest import subprocess_env
+from profiler_helpers import plugin_traces
 
 # small and fast: the tiny preset at 128x128 for 4 steps
 FAST = [
@@ -49,8 +49,8 @@ class Run:
         return torch.load(self.save_path.with_suffix(".pt"))
 
     def traces(self) -> list[Path]:
-        root = self.cwd / "save_results" / "torch_profile"
-        return sorted(root.rglob("*.pt.trace.json*")) if root.exists() else []
+        """The files TensorBoard's plugin would load (not the summaries written next to them)."""
+        return plugin_traces(self.cwd / "save_results" / "torch_profile")
 
 
 def run_infer(cwd: Path, *args: str, torchrun: int = 0, timeout: float = 300, **env: str) -> Run:
@@ -73,12 +73,3 @@ def run_infer(cwd: Path, *args: str, torchrun: int = 0, timeout: float = 300, **
     )
     return Run(cwd, proc, cwd / save)
 
-
-def load_trace(path: Path) -> dict:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as f:
-        return json.load(f)
-
-
-def event_names(trace: dict) -> list[str]:
-    return [e.get("name", "") for e in trace.get("traceEvents", [])]

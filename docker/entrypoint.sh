@@ -1,0 +1,70 @@
+#!/bin/sh
+# Run the container's command as the owner of the bind-mounted results folder, so every trace, image and
+# log written to the host's ./save_results belongs to the host user -- with no UID to export first.
+#
+# Who is "the owner":
+#   1. the owner of $LIGHTX2V_RESULTS_DIR (the host folder mounted there);
+#   2. if that folder is root-owned, the owner of the project folder that compose.yaml mounts read-only at
+#      /workspace/host-project: Docker creates a missing bind-mount source as root, so a root-owned, fresh
+#      folder says nothing about the user; it is handed to the project's owner (recursively, which also
+#      repairs files an older root container left there);
+#   3. if both are root (rootless Docker or Podman map the host user to root; or a root-owned checkout),
+#      stay root: files then appear on the host as that user.
+# The image's user `lightx2v` starts as uid 0; it is re-pointed here to the owner, so `docker compose exec`
+# (which resolves the name at exec time) runs as the owner too. Dropping privileges uses python3, the one
+# thing the base image contract guarantees (no gosu, su-exec or setpriv needed).
+set -eu
+
+results="${LIGHTX2V_RESULTS_DIR:-/workspace/LightX2V/save_results}"
+project=/workspace/host-project
+name=lightx2v
+
+if [ "$(id -u)" != 0 ]; then
+    # Started with an explicit --user, or the container was restarted (`compose stop` + `up`,
+    # `compose restart`) after the name was re-pointed: already the owner. The runtime (runc) hands the
+    # new log pipes to this user itself, so supervisord can reopen /dev/stdout.
+    exec "$@"
+fi
+
+mkdir -p "$results"
+owner=$(stat -c %u:%g "$results")
+if [ "$owner" = 0:0 ] && [ -d "$project" ]; then
+    project_owner=$(stat -c %u:%g "$project")
+    if [ "$project_owner" != 0:0 ]; then
+        chown -R "$project_owner" "$results"
+        owner=$project_owner
+    fi
+fi
+uid=${owner%:*}
+gid=${owner#*:}
+
+if [ "$uid" = 0 ]; then
+    echo "entrypoint: $results is owned by root; running as root" >&2
+    exec "$@"
+fi
+
+sed -i "s|^$name:[^:]*:[0-9]*:[0-9]*:|$name:x:$uid:$gid:|" /etc/passwd
+home="/home/$name"
+mkdir -p "$home"
+chown "$uid:$gid" "$home"
+# supervisord reopens /dev/stdout and /dev/stderr for program logs, and Docker made these pipes (or the tty)
+# for root, 0600: hand them to the owner too, or supervisord fails with EACCES "making dispatchers".
+for fd in 1 2; do
+    if [ -p "/proc/self/fd/$fd" ] || [ -t "$fd" ]; then
+        chown "$uid:$gid" "/proc/self/fd/$fd"
+    fi
+done
+export HOME="$home" USER="$name" LOGNAME="$name"
+echo "entrypoint: running as uid $uid gid $gid, the owner of $results" >&2
+exec python3 -c '
+import os, sys
+uid, gid, argv = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+os.setgroups([])
+os.setgid(gid)
+os.setuid(uid)
+try:
+    os.execvp(argv[0], argv)
+except OSError as exc:
+    print(f"entrypoint: cannot run {argv[0]!r}: {exc.strerror}", file=sys.stderr)
+    sys.exit(127)
+' "$uid" "$gid" "$@"

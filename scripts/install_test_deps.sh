@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what the test suite drives for real: the project with its serving stack and test tools (pip), and
+# headless Chromium plus a Docker engine with debootstrap (Debian/Ubuntu packages, needs root).
+# Idempotent; safe to re-run. Torch itself is not installed here: bring your own build (CPU or CUDA).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+apt_packages=(chromium chromium-driver docker.io debootstrap iptables)
+missing=()
+for pkg in "${apt_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+    if [[ $(id -u) -ne 0 ]]; then
+        echo "install_test_deps: need root to apt-get install ${missing[*]}" >&2
+        exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+python3 -m pip install -q -e '.[serve,test]'

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 from pathlib import Path
 
 import pytest
@@ -31,5 +30,13 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def python() -> str:
-    return sys.executable
+def fresh_profiler_session(tmp_path, monkeypatch):
+    """A new capture session in an empty working directory, with the profiler's environment switches unset."""
+    from lightx2v.utils.torch_trace_profiler import TorchTraceProfiler
+
+    monkeypatch.chdir(tmp_path)
+    for var in ("LIGHTX2V_TORCH_PROFILE", "LIGHTX2V_TORCH_PROFILE_DIR", "LIGHTX2V_TENSORBOARD_PORT"):
+        monkeypatch.delenv(var, raising=False)
+    TorchTraceProfiler.reset_session()
+    yield
+    TorchTraceProfiler.reset_session()

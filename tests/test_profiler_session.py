@@ -11,15 +11,7 @@ from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchT
 from profiler_helpers import event_names, load_trace, plugin_traces, run_dirs
 
 
-@pytest.fixture(autouse=True)
-def fresh_session(tmp_path, monkeypatch):
-    """Each test starts a new session in an empty working directory with the environment switches unset."""
-    monkeypatch.chdir(tmp_path)
-    for var in ("LIGHTX2V_TORCH_PROFILE", "LIGHTX2V_TORCH_PROFILE_DIR", "LIGHTX2V_TENSORBOARD_PORT"):
-        monkeypatch.delenv(var, raising=False)
-    TorchTraceProfiler.reset_session()
-    yield
-    TorchTraceProfiler.reset_session()
+pytestmark = pytest.mark.usefixtures("fresh_profiler_session")
 
 
 class Model:

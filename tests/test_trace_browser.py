@@ -24,6 +24,7 @@ def browser(tmp_path_factory):
     (root / "trace.json").write_text(json.dumps({"traceEvents": []}))
     (root / "trace.rank1.json").write_text(json.dumps({"traceEvents": [{"ph": "X", "name": "x"}]}))
     (root / "preview.png").write_bytes(b"\x89PNG")  # not a trace: not listed
+    (root / "qwen_image_t2i.json").write_text(json.dumps({"prompt": "run metadata, not a trace"}))  # nor this
     (root / ".hidden.json").write_text("{}")
     (base / "secret.json").write_text('{"secret": 1}')  # next to the root, outside it
     (root / "escape.json").symlink_to(base / "secret.json")
@@ -58,7 +59,8 @@ def test_lists_traces_newest_first(browser):
     paths = [t["path"] for t in get_json(url(browser, "/api/traces"))]
     assert paths[:2] == ["torch_profile/20261129-120000_infer_main/rank0_host.pt.trace.json.gz", "trace.rank1.json"]
     assert sorted(paths[2:]) == ["inside.json", "trace.json"]  # a link within the root: the target's age
-    # not listed: the png, the hidden file, the link leading out of the root
+    # not listed: the png, the run metadata JSON, the hidden file, the link leading out of the root
+    assert raw_status(browser, "/files/qwen_image_t2i.json") == 404
 
 
 def test_index_page_links(browser):

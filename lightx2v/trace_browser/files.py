@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+import gzip
 import os
 import posixpath
 import urllib.parse
+import zlib
 from dataclasses import dataclass
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".pftrace", ".perfetto-trace")
+SNIFF_BYTES = 64 * 1024  # kineto writes traceEvents after a short header (schema, devices, distributed info)
 
 
 @dataclass(frozen=True)
@@ -39,10 +43,30 @@ def list_traces(root: str) -> list[Trace]:
                 st = os.stat(real)
             except OSError:
                 continue
+            if not is_trace(real, st.st_size, st.st_mtime):
+                continue
             rel = os.path.relpath(full, root_real).replace(os.sep, "/")
             found.append(Trace(rel, st.st_size, st.st_mtime))
     found.sort(key=lambda t: (-t.mtime, t.path))
     return found
+
+
+def is_trace(real: str, size: int, mtime: float) -> bool:
+    """Whether a file with a trace suffix holds a trace: JSON ones must show `traceEvents` (or be a bare event
+    array) near the start, so run metadata such as `save_results/qwen_image_t2i.json` is not offered to Perfetto."""
+    if not real.endswith((".json", ".json.gz")):
+        return True  # Perfetto's own binary formats
+    return _sniff(real, size, mtime)
+
+
+@functools.lru_cache(maxsize=4096)
+def _sniff(real: str, size: int, mtime: float) -> bool:  # size and mtime: a rewritten file is sniffed again
+    try:
+        with (gzip.open if real.endswith(".gz") else open)(real, "rb") as f:
+            head = f.read(SNIFF_BYTES)
+    except (OSError, EOFError, zlib.error):
+        return False
+    return b'"traceEvents"' in head or head.lstrip().startswith(b"[")
 
 
 class Refused(Exception):
@@ -75,6 +99,9 @@ def resolve(root: str, url_path: str) -> str:
         raise Refused(403, "link points outside the results folder")
     if not os.path.isfile(real) or not parts[-1].endswith(TRACE_SUFFIXES):
         raise Refused(404, "no such trace")
+    st = os.stat(real)
+    if not is_trace(real, st.st_size, st.st_mtime):
+        raise Refused(404, "not a trace")
     return real
 
 

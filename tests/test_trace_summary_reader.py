@@ -153,3 +153,15 @@ def test_without_orjson_the_stdlib_path_gives_the_same_events(tmp_path, monkeypa
     assert canonical(events) == canonical(TRICKY_EVENTS * 2) and metadata == {"traceName": "x"}
     events, _ = read_all(H200_TRACE)
     assert canonical(events) == canonical(json.loads(H200_RAW)["traceEvents"])
+
+
+@pytest.mark.parametrize("name", ["plain.pt.trace.json", "packed.pt.trace.json.gz"])
+def test_progress_callback_counts_every_byte_on_disk(tmp_path, name):
+    """The CLI's progress bar adds up what `on_read` reports; it must reach the file's size exactly."""
+    path = tmp_path / name
+    data = gzip.decompress(H200_TRACE.read_bytes())
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    seen: list[int] = []
+    events = sum(1 for _ in TraceStream(str(path), chunk_bytes=4096, on_read=seen.append))
+    assert events > 1000 and len(seen) > 3  # reported as it goes, not once at the end
+    assert sum(seen) == path.stat().st_size

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+
+from tqdm import tqdm
 
 from .errors import TraceError
 from .model import to_json
 from .render import render_runs
-from .summarize import summarize_paths
+from .discover import resolve
+from .summarize import summarize_run
 
 
 def _positive(text: str) -> int:
@@ -47,7 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="replace")  # names with undecodable bytes must not crash the report
     try:
-        runs = summarize_paths(args.paths, top=args.top)
+        runs_files = resolve(args.paths)
+        total = sum(os.path.getsize(path) for run in runs_files for path in run.files)
+        # On a terminal, a bar appears when reading takes over a second (big traces); never in pipes.
+        with tqdm(total=total, unit="B", unit_scale=True, desc="reading", file=sys.stderr, disable=None,
+                  delay=1.0, leave=False) as bar:
+            runs = [summarize_run(run, args.top, bar.update) for run in runs_files]
     except TraceError as exc:
         print(f"trace_summary: error: {exc}", file=sys.stderr)
         return 1

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from array import array
+from collections.abc import Callable
 from bisect import bisect_left
 
 from . import intervals
@@ -53,9 +54,12 @@ _COMM_MARKERS = ("nccl", "rccl")
 SKIP_HEAD = rb'\s*"ph"\s*:\s*(?:"[fs]"|"X"\s*,\s*"cat"\s*:\s*"(?:python_function|cuda_runtime|cuda_driver)")'
 
 
-def analyze_trace(path: str, top: int = 10) -> RankSummary:
-    """Read ``path`` once and summarize it; raises TraceError for files that are not complete traces."""
-    stream = TraceStream(path, skip_head=SKIP_HEAD)
+def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | None = None) -> RankSummary:
+    """Read ``path`` once and summarize it; raises TraceError for files that are not complete traces.
+
+    ``on_read``: progress callback, see ``TraceStream``.
+    """
+    stream = TraceStream(path, skip_head=SKIP_HEAD, on_read=on_read)
     acc = _Accumulator()
     for batch in stream.batches():
         acc.feed(batch)

@@ -26,7 +26,7 @@ import gzip
 import json
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .errors import TraceError
@@ -56,8 +56,12 @@ _STDLIB = json.JSONDecoder()
 class TraceStream:
     """Iterate once over a trace file's events; ``metadata`` is complete after the iteration ends."""
 
-    def __init__(self, path: str, chunk_bytes: int = CHUNK_BYTES, skip_head: bytes | None = None):
-        """``skip_head``: a regex (bytes) for the start of events to drop undecoded, matched right after their '{'.
+    def __init__(self, path: str, chunk_bytes: int = CHUNK_BYTES, skip_head: bytes | None = None,
+                 on_read: Callable[[int], object] | None = None):
+        """``on_read(n)``: called as the file is consumed, with the bytes read from disk since the last call
+        (compressed bytes for gzip), so a progress bar can count against the file's size.
+
+        ``skip_head``: a regex (bytes) for the start of events to drop undecoded, matched right after their '{'.
 
         Such an event is dropped only if it also ends outside any string: no backslash and an even number of
         quotes, so the cut is not inside a string and is the event's end (kineto events hold no arrays of
@@ -76,6 +80,9 @@ class TraceStream:
         self.compressed = False
         self.bytes_read = 0  # decompressed JSON bytes consumed so far
         self._file = None
+        self._raw = None  # the file on disk, under the gzip reader if any
+        self._raw_pos = 0
+        self._on_read = on_read
         self._buf = b""
         self._pos = 0
         self._base = 0  # absolute offset of _buf[0] in the decompressed stream
@@ -108,6 +115,7 @@ class TraceStream:
             raw.close()
             raise TraceError(self.path, f"cannot read ({exc.strerror or exc})") from None
         self.compressed = magic == _GZIP_MAGIC  # by content, not by name: a misnamed file still reads
+        self._raw = raw
         self._file = gzip.GzipFile(fileobj=raw, mode="rb") if self.compressed else raw
         if self.compressed:
             self._file.myfileobj = raw  # close the underlying file with the gzip reader
@@ -125,6 +133,10 @@ class TraceStream:
     def _fill(self) -> None:
         """Append the next chunk to the buffer, dropping what was already consumed."""
         data = self._read()
+        if self._on_read is not None:
+            position = self._raw.tell()
+            self._on_read(position - self._raw_pos)
+            self._raw_pos = position
         if not data:
             self._eof = True
             return

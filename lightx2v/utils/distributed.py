@@ -31,4 +31,7 @@ def teardown() -> None:
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
+        # Leave together: a gloo rank that tears down while its peer is still closing aborts
+        # ("terminate called without an active exception", seen here on 2-rank CPU runs).
+        dist.barrier()
         dist.destroy_process_group()

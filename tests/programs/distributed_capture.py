@@ -37,4 +37,5 @@ sys.stdout.write(f"RESULT rank={capture.rank} world={capture.world_size} calls={
                  f"sum={float(y.sum())} paths={','.join(capture.trace_paths)}\n")
 sys.stdout.flush()
 if init:
+    dist.barrier()  # leave together (gloo aborts when a peer tears down mid-close)
     dist.destroy_process_group()

@@ -6,8 +6,8 @@ import pytest
 import torch
 from PIL import Image
 
-from infer_helpers import FAST, run_infer
-from profiler_helpers import event_names, load_trace
+from helpers.infer import FAST, run_infer
+from helpers.traces import event_names, load_trace
 
 STEPS = 4  # FAST's --infer_steps
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infer_helpers import run_infer
+from helpers.infer import run_infer
 
 
 def _blocker(tmp_path):

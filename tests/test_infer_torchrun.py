@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from infer_helpers import FAST, run_infer
-from profiler_helpers import event_names, load_trace
+from helpers.infer import FAST, run_infer
+from helpers.traces import event_names, load_trace
 
 
 def test_cfg_parallel_two_ranks_equal_single_process_and_share_one_run_directory(tmp_path):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, subprocess_env
-from profiler_helpers import PLUGIN_TRACE_RE, load_trace, run_dirs
+from helpers.traces import PLUGIN_TRACE_RE, load_trace, run_dirs
 
 PROGRAM = REPO_ROOT / "tests" / "programs" / "distributed_capture.py"
 

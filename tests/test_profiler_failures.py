@@ -18,7 +18,7 @@ import torch
 from conftest import REPO_ROOT, subprocess_env
 from lightx2v.utils import torch_trace_profiler
 from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchTraceProfiler
-from profiler_helpers import PLUGIN_TRACE_RE, plugin_traces
+from helpers.traces import PLUGIN_TRACE_RE, plugin_traces
 
 
 pytestmark = pytest.mark.usefixtures("fresh_profiler_session")

@@ -14,7 +14,7 @@ from lightx2v.trace_summary import intervals
 from lightx2v.trace_summary.analyze import IDLE_FLAG_RATIO, analyze_trace
 from lightx2v.trace_summary.names import short_name
 from lightx2v.trace_summary.render import render_rank
-from summary_helpers import (
+from helpers.summary import (
     back_to_back,
     capture_cpu_trace,
     cpu_op,

@@ -78,7 +78,7 @@ def test_profiler_hook_writes_a_summary_beside_each_trace_and_logs_top_ops(strag
 
 def test_lockstep_ranks_blame_the_one_with_most_gpu_compute(tmp_path):
     """With collectives every rank's step lasts as long as the slowest; NCCL kernels fill the fast ranks' wait."""
-    from summary_helpers import back_to_back, kernel, step_events, trace_doc, write_json
+    from helpers.summary import back_to_back, kernel, step_events, trace_doc, write_json
 
     for rank, compute_us in ((0, 4_000), (1, 9_000), (2, 5_000)):
         events = step_events("ProfilerStep#3", 0, 10_000, 0, 10_000) + back_to_back("gemm", 0, compute_us, 100)

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from conftest import subprocess_env
-from profiler_helpers import plugin_traces
+from helpers.traces import plugin_traces
 
 # small and fast: the tiny preset at 128x128 for 4 steps
 FAST = [

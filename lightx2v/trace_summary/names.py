@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import re
 
-# TensorBoard's PyTorch Profiler plugin (torch_tb_profiler 0.4.3) shows files named like this as workers.
-PLUGIN_TRACE_RE = re.compile(r"^(.*?)(\.\d+)?\.pt\.trace\.json(\.gz)?$")
+# The file names TensorBoard's PyTorch Profiler plugin shows as workers; one definition, in the profiler (light:
+# it imports only the standard library until a capture starts).
+from lightx2v.utils.torch_trace_profiler import TENSORBOARD_TRACE_RE as PLUGIN_TRACE_RE
 _RANK_RE = re.compile(r"(?:^|[^a-z])rank[_\-.]?(\d+)", re.IGNORECASE)
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import re
 from pathlib import Path
 
-# TensorBoard's PyTorch Profiler plugin (torch_tb_profiler 0.4.3) lists exactly these file names as workers.
-PLUGIN_TRACE_RE = re.compile(r"^(.*?)(\.\d+)?\.pt\.trace\.json(\.gz)?$")
+# The rule itself, from the installed plugin: the files TensorBoard's PyTorch Profiler lists as workers.
+from torch_tb_profiler.consts import WORKER_PATTERN as PLUGIN_TRACE_RE  # noqa: F401 (used by the tests)
 
 
 def load_trace(path: os.PathLike | str) -> dict:

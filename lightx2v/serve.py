@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from lightx2v.utils.torch_trace_profiler import resolve_log_dir
+
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -65,7 +67,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="TensorBoard port (default $TENSORBOARD_PORT or 16006)")
     p.add_argument("--browser-port", type=int, default=int(env.get("TRACE_BROWSER_PORT") or 9001),
                    help="trace browser (Perfetto page) port (default $TRACE_BROWSER_PORT or 9001)")
-    p.add_argument("--logdir", default=env.get("LIGHTX2V_TORCH_PROFILE_DIR") or "save_results/torch_profile",
+    p.add_argument("--logdir", default=resolve_log_dir(),
                    help="TensorBoard logdir, where captures land (default save_results/torch_profile)")
     p.add_argument("--results-dir", default=env.get("LIGHTX2V_RESULTS_DIR") or "save_results",
                    help="folder the trace browser lists (default save_results)")

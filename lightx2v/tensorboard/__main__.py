@@ -15,7 +15,8 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
-DEFAULT_LOGDIR = os.path.join("save_results", "torch_profile")
+from lightx2v.utils.torch_trace_profiler import DEFAULT_TB_DIR, ENV_DIR
+
 DEFAULT_PORT = 16006
 
 
@@ -27,7 +28,7 @@ def with_defaults(argv: Sequence[str], environ: Mapping[str, str]) -> list[str]:
     """TensorBoard's argv with our defaults added where the user gave none."""
     args = list(argv)
     if not _has_flag(args, "--logdir", "--logdir_spec", "--db", "--inspect"):
-        args += ["--logdir", os.path.abspath(environ.get("LIGHTX2V_TORCH_PROFILE_DIR") or DEFAULT_LOGDIR)]
+        args += ["--logdir", os.path.abspath(environ.get(ENV_DIR) or DEFAULT_TB_DIR)]  # where captures land
     if not _has_flag(args, "--port"):
         args += ["--port", environ.get("TENSORBOARD_PORT") or str(DEFAULT_PORT)]
     if not _has_flag(args, "--host", "--bind_all") and environ.get("LIGHTX2V_BIND_HOST"):

@@ -51,7 +51,8 @@ import threading
 import time
 from typing import Any, Callable, Optional, TypeVar
 
-__all__ = ["CaptureResult", "TorchTraceProfileConfig", "TorchTraceProfileContext", "TorchTraceProfiler"]
+__all__ = ["CaptureResult", "TorchTraceProfileConfig", "TorchTraceProfileContext", "TorchTraceProfiler",
+           "resolve_log_dir"]
 
 T = TypeVar("T")
 
@@ -61,6 +62,8 @@ ENV_PORT = "LIGHTX2V_TENSORBOARD_PORT"
 PROFILE_FORMATS = ("tensorboard", "chrome")
 # The file names TensorBoard's PyTorch Profiler plugin lists; anything else in a run directory is invisible.
 TENSORBOARD_TRACE_RE = re.compile(r"^(.*?)(\.\d+)?\.pt\.trace\.json(\.gz)?$")
+DEFAULT_TB_DIR = os.path.join("save_results", "torch_profile")  # relative to the cwd when a capture starts
+DEFAULT_CHROME_PATH = os.path.join("save_results", "trace.json")
 # Written by `python -m lightx2v.trace_browser` into the folder it serves, while it runs.
 TRACE_BROWSER_FILE = ".trace_browser.json"
 
@@ -164,6 +167,12 @@ class _Session:
 
 
 _SESSION = _Session()
+
+
+def resolve_log_dir(tb_dir: Optional[str] = None) -> str:
+    """The absolute TensorBoard logdir captures write to: ``LIGHTX2V_TORCH_PROFILE_DIR``, else ``tb_dir``, else
+    ``save_results/torch_profile`` under the cwd. The TensorBoard launcher and ``lightx2v.serve`` watch the same."""
+    return os.path.abspath(os.fspath(os.environ.get(ENV_DIR) or tb_dir or DEFAULT_TB_DIR))
 
 
 def _profiling_enabled() -> bool:
@@ -287,6 +296,8 @@ class _Capture:
         self.label = label
         self.generation = generation
         self.rank, self.world_size, self.store = _distributed_identity()
+        self.run_dir: Optional[str] = None  # set by _plan_outputs (tensorboard format)
+        self.log_dir: Optional[str] = None
         self.trace_paths: list[str] = []
         self.errors: list[str] = []
         self.target_failed = False
@@ -356,9 +367,8 @@ class _Capture:
         """tensorboard: the logdir; chrome: the trace file (both absolute, resolved against the cwd now)."""
         cfg = self.config
         if cfg.profile_format == "chrome":
-            return os.path.abspath(os.fspath(cfg.chrome_path or os.path.join("save_results", "trace.json")))
-        log_dir = os.environ.get(ENV_DIR) or cfg.tb_dir or os.path.join("save_results", "torch_profile")
-        return os.path.abspath(os.fspath(log_dir))
+            return os.path.abspath(os.fspath(cfg.chrome_path or DEFAULT_CHROME_PATH))
+        return resolve_log_dir(cfg.tb_dir)
 
     def _plan_outputs(self) -> tuple[Optional[str], Optional[str], list[str]]:
         cfg = self.config
@@ -409,7 +419,7 @@ class _Capture:
             error = "torch.profiler produced no trace (was the schedule cut short?)"
         result = CaptureResult(
             label=self.label, profile_format=cfg.profile_format, trace_paths=list(self.trace_paths),
-            run_dir=getattr(self, "run_dir", None), log_dir=getattr(self, "log_dir", None), rank=self.rank,
+            run_dir=self.run_dir, log_dir=self.log_dir, rank=self.rank,
             world_size=self.world_size, calls=calls, seconds=time.perf_counter() - started, error=error,
         )
         _SESSION.last = result

@@ -17,7 +17,10 @@ Steps (each a real process, as a user runs it):
 On the CPU the same steps run at tiny sizes; what needs CUDA (kernels, device time, NCCL) is reported as skipped.
 A step whose tools are missing (e.g. no tensorboard) is SKIP with the reason, never a crash. Everything goes
 under $OUT (default: a new temporary directory): ``gpu_check.json`` (all figures), ``verdict.txt``, one folder
-per step with its logs and traces. Exit status 1 when a step failed.
+per step with its logs and traces. With ``--work DIR`` the steps write under DIR instead and $OUT receives only
+``gpu_check.json``, ``verdict.txt`` and ``gpu_check_results.tar.gz`` (DIR packed, at most 15 MiB: the biggest
+traces are left out first, listed in the verdict) — for machines that hand back only a few files of $OUT.
+Exit status 1 when a step failed.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import urllib.error
@@ -50,6 +54,8 @@ from lightx2v.models.networks.qwen_image.config import QwenImageArch, forward_ma
 
 PLUGIN = "/data/plugin/pytorch_profiler"
 OPTIONAL = ("tqdm", "PIL", "orjson", "tensorboard", "torch_tb_profiler", "supervisor")
+STEP_NAMES = {1: "profiler capture", 2: "infer", 3: "trace_summary", 4: "tensorboard", 5: "torchrun 2 ranks"}
+ARCHIVE_LIMIT = 15 * 2**20  # under the 16 MiB a file the device machine hands back
 
 # Sizes per mode. GPU: the DiT stack of /work/shared's H200 fixture (22 ms forward); 20 qwen-image blocks at
 # 1024x1024 (~23 TFLOP per forward, tens of ms on an H200, 14 GB bf16). CPU: as small as still meaningful.
@@ -90,18 +96,25 @@ def expect(condition: bool, message: str) -> None:
 
 
 class GpuCheck:
-    def __init__(self, out: Path, device: str, budget_s: float) -> None:
-        self.out, self.device, self.cuda = out, device, device == "cuda"
+    def __init__(self, out: Path, work: Path, device: str, budget_s: float, steps: list[int],
+                 trace: Path | None = None, assume_missing: tuple[str, ...] = ()) -> None:
+        self.out, self.work, self.device, self.cuda = out, work, device, device == "cuda"
         self.size = SIZES[device]
+        self.selected = steps
         self.deadline = time.monotonic() + budget_s
-        self.have = {name: importlib.util.find_spec(name) is not None for name in OPTIONAL}
+        self.have = {name: name not in assume_missing and importlib.util.find_spec(name) is not None
+                     for name in OPTIONAL}
         self.env = dict(os.environ, PYTHONUNBUFFERED="1",
                         PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
         self.env.pop("LIGHTX2V_TORCH_PROFILE", None)
         self.env.pop("LIGHTX2V_TORCH_PROFILE_DIR", None)
         if not self.cuda:
             self.env.setdefault("OMP_NUM_THREADS", "1")  # small ops on a busy small machine: 1 thread is fastest
-        self.trace: Path | None = None  # step 2's trace, read by steps 3 and 4
+        self.trace: Path | None = None  # step 2's trace (or --trace), read by steps 3 and 4
+        if trace is not None:  # a run directory of its own, so TensorBoard's logdir holds nothing else
+            self.trace = self.work / "given_trace" / "given" / trace.name
+            self.trace.parent.mkdir(parents=True, exist_ok=True)
+            self.trace.write_bytes(trace.read_bytes())
         self.steps: list[Step] = []
 
     # --- plumbing ------------------------------------------------------------------------------------------
@@ -114,20 +127,28 @@ class GpuCheck:
     def run(self, log: Path, argv: list[str], timeout: float, cwd: Path | None = None) -> subprocess.CompletedProcess:
         """Run `argv` to completion; its command line and output go to `log`."""
         log.parent.mkdir(parents=True, exist_ok=True)
+        limit = self.remaining(timeout)
+        # its own process group, so a timeout ends torchrun's ranks or TensorBoard's helpers too
+        child = subprocess.Popen(argv, cwd=cwd or REPO, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, start_new_session=True)
         try:
-            proc = subprocess.run(argv, cwd=cwd or REPO, env=self.env, capture_output=True, text=True,
-                                  timeout=self.remaining(timeout))
-        except subprocess.TimeoutExpired as exc:
-            log.write_text(f"$ {' '.join(argv)}\n(timed out)\n{exc.stdout or ''}{exc.stderr or ''}")
-            raise CheckFailed(f"timed out after {exc.timeout:.0f} s: {' '.join(argv[:4])} ... (log {log})") from None
-        log.write_text(f"$ {' '.join(argv)}\n(exit {proc.returncode})\n{proc.stdout}{proc.stderr}")
-        return proc
+            stdout, stderr = child.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            stop(child)
+            stdout, stderr = child.communicate()
+            log.write_text(f"$ {' '.join(argv)}\n(timed out after {limit:.0f} s)\n{stdout}{stderr}")
+            raise CheckFailed(f"timed out after {limit:.0f} s: {' '.join(argv[1:4])} ... (log {log})") from None
+        log.write_text(f"$ {' '.join(argv)}\n(exit {child.returncode})\n{stdout}{stderr}")
+        return subprocess.CompletedProcess(argv, child.returncode, stdout, stderr)
 
     def step(self, number: int, name: str, func) -> None:
         step = Step(number, name)
         start = time.monotonic()
         try:
-            func(step)
+            if number in self.selected:
+                func(step)
+            else:
+                step.status, step.figure = "SKIP", "not selected (--steps)"
         except CheckFailed as exc:
             step.status, step.figure = "FAIL", str(exc)
         except Exception as exc:  # a bug in a step must not hide the verdict of the others
@@ -141,7 +162,7 @@ class GpuCheck:
     # --- 1. profiler capture benchmark ----------------------------------------------------------------------
 
     def profiler_capture(self, step: Step) -> None:
-        folder = self.out / "1_profiler"
+        folder = self.work / "1_profiler"
         figures_path = folder / "bench_profiler.json"
         argv = [sys.executable, str(REPO / "benchmarks" / "bench_profiler.py"), "--device", self.device,
                 *self.size["bench"], "--json", str(figures_path), "--trace_dir", str(folder / "traces")]
@@ -161,7 +182,7 @@ class GpuCheck:
     # --- 2. inference, profiled and not ---------------------------------------------------------------------
 
     def inference(self, step: Step) -> None:
-        folder = self.out / "2_infer"
+        folder = self.work / "2_infer"
         size = self.size["infer"]
         missing = [name for name, module in (("tqdm", "tqdm"), ("pillow", "PIL")) if not self.have[module]]
         if missing:
@@ -247,7 +268,7 @@ class GpuCheck:
 
     def trace_summary(self, step: Step) -> None:
         expect(self.trace is not None, "no trace from step 2")
-        folder = self.out / "3_trace_summary"
+        folder = self.work / "3_trace_summary"
         folder.mkdir(parents=True, exist_ok=True)
         if self.have["tqdm"]:
             cli = [sys.executable, "-m", "lightx2v.trace_summary", str(self.trace)]
@@ -269,13 +290,14 @@ class GpuCheck:
         profiler_step = rank["steps"][-1]
         step.figures = {"steps": rank["steps"], "gpu": rank["gpu"], "idle": rank["idle"],
                         "top_kernels": rank["top_kernels"][:5], "top_cpu_ops": rank["top_cpu_ops"][:5]}
-        if not self.cuda:
+        if not self.cuda and rank["gpu"] is None:
             step.notes.append("GPU busy, kernels and idle gaps need CUDA: the summary of a CPU trace has none")
             step.figure = (f"{profiler_step['name']} wall {profiler_step['wall_us'] / 1e3:.1f} ms, top CPU op "
                            f"{rank['top_cpu_ops'][0]['name'] if rank['top_cpu_ops'] else '-'}")
             return
         expect(rank["gpu"] is not None and rank["gpu"]["kernel_count"] > 0, "the summary found no GPU kernels")
         idle = rank["idle"] or {}
+        step.figures["gpu_busy_pct_per_step"] = {s["name"]: s["gpu_busy_pct"] for s in rank["steps"]}
         top = rank["top_kernels"][0]
         step.figure = (f"{profiler_step['name']} wall {profiler_step['wall_us'] / 1e3:.1f} ms, GPU busy "
                        f"{profiler_step['gpu_busy_pct']:.1f}%, idle {100 * (idle.get('ratio') or 0):.1f}% (largest gap "
@@ -291,7 +313,7 @@ class GpuCheck:
         if missing:
             step.status, step.figure = "SKIP", f"{', '.join(missing)} not installed (pip install '.[serve]')"
             return
-        folder = self.out / "4_tensorboard"
+        folder = self.work / "4_tensorboard"
         folder.mkdir(parents=True, exist_ok=True)
         run_name, logdir = self.trace.parent.name, self.trace.parent.parent
         port = free_port()
@@ -338,7 +360,7 @@ class GpuCheck:
         step.figure = (f"/runs lists {run_name} after {listed_s:.1f} s, overview Kernel {kernel} us, operator device "
                        f"time {device_us} us, call stacks of {op}: HTTP 200, {len(stacks)} stacks")
         expect(bool(stacks), f"call-stack endpoint answered 200 for {op} but without stacks")
-        if self.cuda:
+        if self.cuda or kernel:  # a GPU trace (also one given with --trace on a CPU machine)
             expect(kernel > 0 and device_us > 0, f"device time is 0 in TensorBoard: {step.figure}")
         else:
             step.notes.append("device time needs CUDA: not checked on CPU")
@@ -346,7 +368,7 @@ class GpuCheck:
     # --- 5. torchrun, 2 ranks on the one device -------------------------------------------------------------
 
     def torchrun(self, step: Step) -> None:
-        folder = self.out / "5_torchrun"
+        folder = self.work / "5_torchrun"
         worker = str(REPO / "benchmarks" / "gpu_check_ranks.py")
         launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", worker]
         backends = ["nccl", "gloo"] if self.cuda else ["gloo"]
@@ -386,26 +408,54 @@ class GpuCheck:
         started = time.monotonic()
         header = environment(self.device, self.have)
         print(f"gpu_check: {header['summary']}\nout: {self.out}", flush=True)
+        if self.work != self.out:
+            print(f"work: {self.work}", flush=True)
         if not self.cuda:
             print("CPU mode: tiny sizes; kernels, device time, TFLOP/s of a GPU and NCCL need CUDA and are skipped",
                   flush=True)
-        for number, name, func in ((1, "profiler capture", self.profiler_capture), (2, "infer", self.inference),
-                                   (3, "trace_summary", self.trace_summary), (4, "tensorboard", self.tensorboard),
-                                   (5, "torchrun 2 ranks", self.torchrun)):
-            self.step(number, name, func)
+        funcs = {1: self.profiler_capture, 2: self.inference, 3: self.trace_summary, 4: self.tensorboard,
+                 5: self.torchrun}
+        for number, name in STEP_NAMES.items():
+            self.step(number, name, funcs[number])
         counts = {s: sum(1 for step in self.steps if step.status == s) for s in ("PASS", "FAIL", "SKIP")}
         verdict = "FAIL" if counts["FAIL"] else "PASS"
         total = time.monotonic() - started
         last = (f"VERDICT: {verdict} ({counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped) "
                 f"in {total:.0f} s on {header['summary']}")
+        lines = [f"gpu_check: {header['summary']}", *map(verdict_line, self.steps)]
+        if self.out != self.work:
+            packed, left_out = pack(self.work, self.out / "gpu_check_results.tar.gz")
+            lines.append(f"results: {self.out / 'gpu_check_results.tar.gz'} ({packed} files of {self.work}"
+                         + (f"; left out, too big: {', '.join(left_out)})" if left_out else ")"))
+            print(lines[-1], flush=True)
         print(last, flush=True)
         report = {"verdict": verdict, "seconds": total, "environment": header,
                   "steps": [dataclasses.asdict(step) for step in self.steps]}
         (self.out / "gpu_check.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
-        (self.out / "verdict.txt").write_text(
-            "\n".join([f"gpu_check: {header['summary']}", *map(verdict_line, self.steps), last]) + "\n")
+        (self.out / "verdict.txt").write_text("\n".join([*lines, last]) + "\n")
         print(f"figures: {self.out / 'gpu_check.json'}", flush=True)
         return 1 if counts["FAIL"] else 0
+
+
+def pack(work: Path, archive: Path) -> tuple[int, list[str]]:
+    """Pack `work` into `archive`, smallest files first, stopping short of ARCHIVE_LIMIT compressed bytes.
+
+    Returns (files packed, names of those left out). A finished archive appears under its name at once
+    (written beside it, then renamed), so a reader never sees half of one.
+    """
+    files = sorted((p for p in work.rglob("*") if p.is_file()), key=lambda p: p.stat().st_size)
+    partial = archive.with_name(f".{archive.name}.partial")
+    packed, left_out = 0, []
+    with open(partial, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
+        for path in files:
+            # compressed size is known only afterwards: keep room for one more file at its raw size / 4
+            if raw.tell() + path.stat().st_size // 4 > ARCHIVE_LIMIT:
+                left_out.append(f"{path.relative_to(work)} ({path.stat().st_size / 2**20:.1f} MiB)")
+                continue
+            tar.add(path, arcname=str(path.relative_to(work)))
+            packed += 1
+    os.replace(partial, archive)
+    return packed, left_out
 
 
 def verdict_line(step: Step) -> str:
@@ -487,14 +537,37 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto", help="auto: cuda when available")
     p.add_argument("--out", default=os.environ.get("OUT") or None, help="output folder (default $OUT, else a temp dir)")
+    p.add_argument("--work", help="where the steps write (default: the output folder itself); the output "
+                   "folder then gets gpu_check.json, verdict.txt and gpu_check_results.tar.gz of this folder")
     p.add_argument("--budget_s", type=float, default=480, help="stop starting commands after this (default 480)")
+    p.add_argument("--steps", default="1,2,3,4,5", help="steps to run, e.g. 1,5 (default all)")
+    p.add_argument("--trace", help="steps 3 and 4 read this trace file instead of step 2's")
+    p.add_argument("--assume_missing", default="", metavar="NAMES",
+                   help=f"treat these of {','.join(OPTIONAL)} as not installed (rehearses the fallbacks)")
     args = p.parse_args()
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
     if device == "cuda" and not torch.cuda.is_available():
         p.error("--device cuda: CUDA is not available here")
+    try:
+        steps = sorted({int(n) for n in args.steps.split(",") if n.strip()})
+    except ValueError:
+        p.error(f"--steps {args.steps!r}: give step numbers 1-5, comma-separated")
+    if not steps or not set(steps) <= set(STEP_NAMES):
+        p.error(f"--steps {args.steps!r}: give step numbers 1-5, comma-separated")
+    if ({3, 4} & set(steps)) and 2 not in steps and not args.trace:
+        p.error("steps 3 and 4 read step 2's trace: select step 2 too, or give --trace FILE")
+    trace = Path(args.trace) if args.trace else None
+    if trace and not trace.is_file():
+        p.error(f"--trace {trace}: no such file")
+    unknown = set(filter(None, args.assume_missing.split(","))) - set(OPTIONAL)
+    if unknown:
+        p.error(f"--assume_missing: unknown {', '.join(sorted(unknown))} (choose from {', '.join(OPTIONAL)})")
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="gpu_check_"))
-    out.mkdir(parents=True, exist_ok=True)
-    return GpuCheck(out.resolve(), device, args.budget_s).run_all()
+    work = Path(args.work) if args.work else out
+    for folder in (out, work):
+        folder.mkdir(parents=True, exist_ok=True)
+    return GpuCheck(out.resolve(), work.resolve(), device, args.budget_s, steps, trace,
+                    tuple(filter(None, args.assume_missing.split(",")))).run_all()
 
 
 if __name__ == "__main__":

@@ -30,9 +30,8 @@ def main() -> None:
         torch.cuda.set_device(device)
     dist.init_process_group(backend)
     rank = dist.get_rank()
-    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     torch.manual_seed(rank)
-    x = torch.randn(dim, dim, device=device, dtype=dtype)
+    x = torch.randn(dim, dim, device=device)  # float32: every backend reduces it, on CPU and CUDA tensors
     probe = torch.ones(1, device=device)
     dist.all_reduce(probe)  # a backend that refuses two ranks on one device fails here, before any capture
 

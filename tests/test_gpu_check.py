@@ -11,10 +11,12 @@ import json
 import re
 import shutil
 import subprocess
+import tarfile
+import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, subprocess_env
+from conftest import H200_TRACE, REPO_ROOT, subprocess_env
 from helpers.traces import PLUGIN_TRACE_RE, load_trace
 
 SCRIPT = REPO_ROOT / "benchmarks" / "gpu_check.sh"
@@ -98,9 +100,42 @@ def test_without_out_a_temp_dir_gets_the_results_and_a_failed_step_fails_the_run
     out = Path(re.search(r"^out: (.+)$", proc.stdout, re.M).group(1))
     try:
         assert proc.returncode == 1, proc.stdout + proc.stderr
-        assert out.name.startswith("gpu_check_") and out.parent == Path(__import__("tempfile").gettempdir())
+        assert out.name.startswith("gpu_check_") and out.parent == Path(tempfile.gettempdir())
         assert "[FAIL] 1 profiler capture (0 s): out of the time budget" in proc.stdout
         assert "VERDICT: FAIL (0 passed, 5 failed, 0 skipped)" in proc.stdout
         assert json.loads((out / "gpu_check.json").read_text())["verdict"] == "FAIL"
     finally:
         shutil.rmtree(out, ignore_errors=True)
+
+
+def test_missing_tools_take_the_fallbacks_and_work_packs_into_out(tmp_path):
+    """Without tqdm/pillow the inference runs through gpu_qwen_image.py and the summary through its Python API;
+    without tensorboard that step is SKIP with the reason. With --work, $OUT gets three files only."""
+    out, work = tmp_path / "out", tmp_path / "work"
+    proc = gpu_check("--device", "cpu", "--steps", "2,3,4", "--work", str(work),
+                     "--assume_missing", "tqdm,PIL,tensorboard", OUT=str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[SKIP] 1 profiler capture (0 s): not selected (--steps)" in proc.stdout
+    assert re.search(r"^\[PASS\] 2 infer .*latents bitwise", proc.stdout, re.M), proc.stdout
+    assert "ran benchmarks/gpu_qwen_image.py instead" in proc.stdout
+    assert "[PASS] 3 trace_summary" in proc.stdout and "used its Python API" in proc.stdout
+    assert "[SKIP] 4 tensorboard (0 s): tensorboard not installed" in proc.stdout
+    assert "VERDICT: PASS (2 passed, 0 failed, 3 skipped)" in proc.stdout
+    assert sorted(p.name for p in out.iterdir()) == ["gpu_check.json", "gpu_check_results.tar.gz", "verdict.txt"]
+    with tarfile.open(out / "gpu_check_results.tar.gz") as tar:
+        names = tar.getnames()
+    assert "2_infer/gpu_qwen_image.json" in names and "3_trace_summary/summary.json" in names
+    assert any(PLUGIN_TRACE_RE.match(Path(n).name) for n in names)  # the trace travels in the archive
+    assert len(names) == len([p for p in work.rglob("*") if p.is_file()])
+
+
+def test_gpu_checks_of_summary_and_tensorboard_hold_on_the_h200_trace(tmp_path):
+    """Steps 3 and 4 on a real H200 trace (--trace): GPU busy, top kernel, idle, device time and call stacks."""
+    proc = gpu_check("--device", "cpu", "--steps", "3,4", "--trace", str(H200_TRACE), OUT=str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"\[PASS\] 3 trace_summary .*ProfilerStep#4 wall 22\.2 ms, GPU busy 96\.6%, idle 3\.4%",
+                     proc.stdout), proc.stdout
+    match = re.search(r"\[PASS\] 4 tensorboard .*overview Kernel (\d+) us, operator device time (\d+) us, "
+                      r"call stacks of \S+: HTTP 200, [1-9]", proc.stdout)
+    assert match and int(match.group(1)) > 20_000 and int(match.group(2)) > 20_000, proc.stdout
+    assert "VERDICT: PASS (2 passed, 0 failed, 3 skipped)" in proc.stdout

@@ -31,7 +31,8 @@ except metadata.PackageNotFoundError:
     done
     if ((${#picks[@]})); then
         extra="$(mktemp -d -t gpu_check_site.XXXXXX)"
-        PIP_ROOT_USER_ACTION=ignore "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$extra" "${picks[@]}"
+        PIP_ROOT_USER_ACTION=ignore "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+            --target "$extra" "${picks[@]}"
         echo "gpu_check.sh: installed into $extra: ${picks[*]##*/}"
     fi
 fi

@@ -17,9 +17,9 @@ Steps (each a real process, as a user runs it):
 On the CPU the same steps run at tiny sizes; what needs CUDA (kernels, device time, NCCL) is reported as skipped.
 A step whose tools are missing (e.g. no tensorboard) is SKIP with the reason, never a crash. Everything goes
 under $OUT (default: a new temporary directory): ``gpu_check.json`` (all figures), ``verdict.txt``, one folder
-per step with its logs and traces. With ``--work DIR`` the steps write under DIR instead and $OUT receives only
-``gpu_check.json``, ``verdict.txt`` and ``gpu_check_results.tar.gz`` (DIR packed, at most 15 MiB: the biggest
-traces are left out first, listed in the verdict) — for machines that hand back only a few files of $OUT.
+per step with its logs and traces. With ``--work DIR`` the steps write into a new folder inside DIR instead and
+$OUT receives only ``gpu_check.json``, ``verdict.txt`` and ``gpu_check_results.tar.gz`` (that folder packed, at
+most 15 MiB: the biggest traces are left out first, listed in the verdict) — for machines that hand back only a few files of $OUT.
 Exit status 1 when a step failed.
 """
 
@@ -354,7 +354,10 @@ class GpuCheck:
             parts = {c["name"]: c["value"] for c in overview["performance"][0]["children"]}
             rows = table["data"]
             device_us = sum(row.get("device_total_duration") or 0 for row in rows)
-            op = next((row["name"] for row in rows if row.get("has_call_stack")), None)
+            # a matmul when there is one (the table's order follows timings, which vary), else the first
+            with_stack = [row["name"] for row in rows if row.get("has_call_stack")]
+            op = next((name for name in with_stack if name in ("aten::addmm", "aten::mm", "aten::matmul")),
+                      with_stack[0] if with_stack else None)
             expect(op is not None, "no operator has a call stack (was the trace captured with with_stack?)")
             stack_q = urllib.parse.urlencode({**q, "group_by": "Operation", "op_name": op})
             status, body = http_get(f"{base}/operation/stack?{stack_q}")
@@ -550,8 +553,9 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto", help="auto: cuda when available")
     p.add_argument("--out", default=os.environ.get("OUT") or None, help="output folder (default $OUT, else a temp dir)")
-    p.add_argument("--work", help="where the steps write (default: the output folder itself); the output "
-                   "folder then gets gpu_check.json, verdict.txt and gpu_check_results.tar.gz of this folder")
+    p.add_argument("--work", help="the steps write into a new folder inside this one (default: straight into the "
+                   "output folder); the output folder then gets gpu_check.json, verdict.txt and "
+                   "gpu_check_results.tar.gz of that new folder")
     p.add_argument("--budget_s", type=float, default=480, help="stop starting commands after this (default 480)")
     p.add_argument("--steps", default="1,2,3,4,5", help="steps to run, e.g. 1,5 (default all)")
     p.add_argument("--trace", help="steps 3 and 4 read this trace file instead of step 2's")
@@ -576,9 +580,11 @@ def main() -> int:
     if unknown:
         p.error(f"--assume_missing: unknown {', '.join(sorted(unknown))} (choose from {', '.join(OPTIONAL)})")
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="gpu_check_"))
-    work = Path(args.work) if args.work else out
-    for folder in (out, work):
-        folder.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    work = out
+    if args.work:  # a new folder inside, so a rerun never packs an earlier run's files
+        Path(args.work).mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S_"), dir=args.work))
     return GpuCheck(out.resolve(), work.resolve(), device, args.budget_s, steps, trace,
                     tuple(filter(None, args.assume_missing.split(",")))).run_all()
 

@@ -80,7 +80,9 @@ def test_out_holds_the_figures_and_every_trace(cpu_run):
     assert "ProfilerStep#4" in (out / "3_trace_summary" / "summary.txt").read_text()
 
     stacks = json.loads((out / "4_tensorboard" / "operation_stack.json").read_text())["data"]
+    assert report["steps"][3]["figures"]["stack_op"] == "aten::addmm"  # a matmul, whatever the table's order
     assert any("torch/nn/modules/linear.py(" in (row.get("call_stack") or "") for row in stacks)
+    assert any("lightx2v/models/networks/qwen_image/" in (row.get("call_stack") or "") for row in stacks)
     assert json.loads((out / "4_tensorboard" / "overview.json").read_text())["performance"]
 
     (run_dir,) = [p for p in (out / "5_torchrun" / "gloo" / "tb").iterdir() if p.is_dir()]
@@ -126,7 +128,8 @@ def test_missing_tools_take_the_fallbacks_and_work_packs_into_out(tmp_path):
         names = tar.getnames()
     assert "2_infer/gpu_qwen_image.json" in names and "3_trace_summary/summary.json" in names
     assert any(PLUGIN_TRACE_RE.match(Path(n).name) for n in names)  # the trace travels in the archive
-    assert len(names) == len([p for p in work.rglob("*") if p.is_file()])
+    (run_work,) = work.iterdir()  # a new folder per run: a rerun never packs an earlier run's files
+    assert len(names) == len([p for p in run_work.rglob("*") if p.is_file()])
 
 
 def test_gpu_checks_of_summary_and_tensorboard_hold_on_the_h200_trace(tmp_path):

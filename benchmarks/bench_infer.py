@@ -26,8 +26,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def run_cli(workdir: Path, *args: str) -> tuple[float, dict]:
-    """(process wall seconds, metadata) of one CLI run in `workdir`."""
+def run_cli(workdir: Path, *args: str, timeout: float | None = None) -> tuple[float, dict]:
+    """(process wall seconds, metadata) of one CLI run in `workdir`; its output goes to `workdir`/cli.log."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     env.pop("LIGHTX2V_TORCH_PROFILE", None)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -48,8 +48,10 @@ def run_cli(workdir: Path, *args: str) -> tuple[float, dict]:
         env=env,
         capture_output=True,
         text=True,
+        timeout=timeout,
     )
     wall = time.perf_counter() - t0
+    (workdir / "cli.log").write_text(f"$ lightx2v.infer {' '.join(args)}\n{proc.stdout}{proc.stderr}")
     if proc.returncode:
         sys.exit(f"run failed ({proc.returncode}): {' '.join(args)}\n{proc.stderr[-2000:]}")
     return wall, json.loads(save.with_suffix(".json").read_text())

@@ -75,6 +75,7 @@ def main() -> None:
     p.add_argument("--preset", default="qwen-image", choices=list(PRESETS))
     p.add_argument("--steps", type=int, default=2)
     p.add_argument("--resolution", type=int, default=1024)
+    p.add_argument("--num_layers", type=int, default=None, help="override the preset's number of blocks")
     p.add_argument("--device", default="cuda")
     p.add_argument("--no_stack", action="store_true", help="profile without with_stack")
     p.add_argument("--out_dir", default=os.environ.get("OUT") or "save_results/gpu_bench")
@@ -89,8 +90,11 @@ def main() -> None:
     arch = dataclasses.replace(
         PRESETS[args.preset], height=args.resolution, width=args.resolution, infer_steps=args.steps
     )
+    if args.num_layers:
+        arch = dataclasses.replace(arch, num_layers=args.num_layers)
     report = {
         "preset": args.preset,
+        "num_layers": arch.num_layers,
         "resolution": args.resolution,
         "steps": args.steps,
         "dtype": str(dtype),

@@ -136,8 +136,8 @@ def test_disk_full_during_export_is_reported_and_leaves_no_partial_file(tmp_path
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "torch.Size([8, 8])"
     assert "could not write" in proc.stderr and str(tmp_path / "tb") in proc.stderr
-    leftovers = [p for p in (tmp_path / "tb").rglob("*") if p.is_file()]
-    assert leftovers == []
+    leftovers = [p for p in (tmp_path / "tb").rglob("*") if p.is_file() and p.parent.name != ".capture"]
+    assert leftovers == []  # beside the process's remote-arming status file (tb/.capture/), nothing
 
 
 def test_partial_trace_is_never_visible_to_a_polling_reader(tmp_path):

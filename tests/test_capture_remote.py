@@ -5,6 +5,7 @@ TensorBoard and headless Chromium."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -124,9 +125,10 @@ def test_unknown_and_silent_processes_are_refused_clearly(tmp_path):
     missing = capture_cli("arm", "--pid", "4242", str(logdir), cwd=tmp_path)
     assert missing.returncode == 1 and "no process with pid 4242 writes captures here" in missing.stderr
     # A process killed with SIGKILL leaves its last heartbeat behind.
-    (control / "host_4242.status.json").write_text(json.dumps(
-        {"protocol": 1, "pid": 4242, "host": "host", "updated_at": time.time() - 60, "heartbeat_seconds": 2.0,
-         "exited_at": None, "argv": ["serve.py"]}))
+    status = control / "host_4242.status.json"
+    status.write_text(json.dumps({"protocol": 1, "pid": 4242, "host": "host", "heartbeat_seconds": 2.0,
+                                  "exited_at": None, "argv": ["serve.py"]}))
+    os.utime(status, (time.time() - 60, time.time() - 60))  # its last heartbeat, a minute ago
     gone = capture_cli("arm", "--pid", "4242", str(logdir), cwd=tmp_path)
     assert gone.returncode == 1
     assert "has not written its status for 60 s: it was killed or is hung; nothing armed" in gone.stderr

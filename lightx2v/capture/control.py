@@ -34,6 +34,7 @@ class Process:
     id: str  # "<host>_<pid>", the status file's stem
     status_path: str
     status: dict[str, Any]
+    beat_at: float  # the status file's mtime: the process touches it every heartbeat
     read_at: float
 
     @property
@@ -51,7 +52,7 @@ class Process:
     @property
     def silent_for(self) -> float:
         """Seconds since the process last wrote its status (it rewrites it every heartbeat)."""
-        return max(0.0, self.read_at - float(self.status.get("updated_at") or 0))
+        return max(0.0, self.read_at - self.beat_at)
 
     @property
     def state(self) -> str:
@@ -96,7 +97,7 @@ def find_processes(root: str) -> list[Process]:
             process = read_process(path)
             if process is not None:
                 found.append(process)
-    found.sort(key=lambda p: (-float(p.status.get("updated_at") or 0), p.id))
+    found.sort(key=lambda p: (-p.beat_at, p.id))
     return found
 
 
@@ -104,12 +105,13 @@ def read_process(status_path: str) -> Optional[Process]:
     """The process a status file describes, or None when the file is gone or not ours."""
     try:
         with open(status_path) as f:
+            beat_at = os.fstat(f.fileno()).st_mtime
             status = json.load(f)
     except (OSError, ValueError):
         return None
     if not isinstance(status, dict) or status.get("protocol") != CONTROL_PROTOCOL:
         return None
-    return Process(os.path.basename(status_path)[: -len(STATUS_SUFFIX)], status_path, status, time.time())
+    return Process(os.path.basename(status_path)[: -len(STATUS_SUFFIX)], status_path, status, beat_at, time.time())
 
 
 def select(processes: list[Process], pid: Optional[int] = None, ident: Optional[str] = None) -> list[Process]:

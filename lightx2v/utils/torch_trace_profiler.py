@@ -288,6 +288,7 @@ class TorchTraceProfileContext:
         finally:
             with _SESSION.lock:
                 _SESSION.capturing = False
+            _REMOTE.after_capture()  # see "remote arming"; never raises
 
 
 def _qualified_name(func: Callable[..., Any]) -> str:
@@ -702,6 +703,7 @@ class _RemoteControl:
         self.last_request: Optional[dict[str, Any]] = None  # {id, at, by, outcome, captures_before}
         self.exited_at: Optional[float] = None
         self.started_at: Optional[float] = None  # the process's start time, from /proc
+        self.written_state: Optional[tuple] = None  # _shown_state() as of the last status write
         self.failure_logged = False
 
     # -- in the caller's thread, once -----------------------------------------------------------------------
@@ -725,35 +727,54 @@ class _RemoteControl:
                 ident = f"{_slug(socket.gethostname(), 40) or 'host'}_{self.pid}"
                 self.status_path = os.path.join(control, ident + STATUS_SUFFIX)
                 self.request_path = os.path.join(control, ident + REQUEST_SUFFIX)
+            os.makedirs(control, exist_ok=True)  # here, in the caller's thread, as the capture creates its run
+            self._write_status()
             threading.Thread(target=self._watch, name="lightx2v-capture-watcher", daemon=True).start()
             import atexit
 
             atexit.register(self._mark_exited)
         except Exception as exc:
+            self.status_path = None  # no status, no watcher: captures go on as before
+            self._log_failure_once(exc)
+
+    def after_capture(self) -> None:
+        """In the caller's thread, right after a capture: publish what it produced. Never raises."""
+        if self.status_path is None:
+            return
+        try:
+            self._write_status()
+        except FileNotFoundError:  # the logdir was removed meanwhile
+            pass
+        except Exception as exc:
             self._log_failure_once(exc)
 
     # -- in the watcher thread ------------------------------------------------------------------------------
     def _watch(self) -> None:
-        control = os.path.dirname(self.status_path)
-        shown: Optional[tuple] = None
-        last_beat = 0.0
+        """Poll for a request; otherwise only touch the status file (its mtime is the heartbeat).
+
+        The thread never creates a folder and writes a file only to answer a request or to show an arm done by
+        reset_session(), so a caller removing its logdir (a temporary directory, say) does not race with it.
+        """
+        last_beat = time.monotonic()
         while True:
-            try:
-                if os.path.isdir(self.log_dir):  # never creates the logdir (a deleted one stays deleted)
-                    if os.path.exists(self.request_path):
-                        self._take_request()
-                    state = self._shown_state()
-                    if state != shown or time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
-                        os.makedirs(control, exist_ok=True)
-                        self._write_status()  # on every change, and as the heartbeat
-                        shown, last_beat = state, time.monotonic()
-            except Exception as exc:  # a read-only or vanishing logdir must never reach the caller
-                self._log_failure_once(exc)
             time.sleep(POLL_SECONDS)
+            try:
+                if os.path.exists(self.request_path):
+                    self._take_request()
+                elif self._shown_state() != self.written_state:
+                    self._write_status()
+                elif time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
+                    os.utime(self.status_path)
+                    last_beat = time.monotonic()
+            except FileNotFoundError:  # the logdir is gone (removed, or not yet recreated): stay quiet
+                pass
+            except Exception as exc:  # e.g. a read-only logdir: must never reach the caller
+                self._log_failure_once(exc)
 
     @staticmethod
     def _shown_state() -> tuple:
-        return _SESSION.claimed, _SESSION.capturing, _SESSION.captures, _SESSION.generation
+        """What the watcher keeps current in the status file on its own; captures are written by after_capture."""
+        return _SESSION.claimed, _SESSION.generation
 
     def _take_request(self) -> None:
         try:
@@ -798,10 +819,12 @@ class _RemoteControl:
                   "poll_seconds": POLL_SECONDS, "heartbeat_seconds": HEARTBEAT_SECONDS, **self.status()}
         directory, name = os.path.split(self.status_path)
         tmp = os.path.join(directory, f".{name}.tmp")
-        with self.lock:  # the watcher and the atexit handler share the temporary name
+        with self.lock:  # the watcher, the caller's thread and the atexit handler share the temporary name
+            state = self._shown_state()
             with open(tmp, "w") as f:
                 json.dump(status, f, default=str)
             os.replace(tmp, self.status_path)
+            self.written_state = state
 
     def status(self) -> dict[str, Any]:
         session = _SESSION

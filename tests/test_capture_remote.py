@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -42,17 +43,30 @@ def status_of(logdir: Path, pid: int) -> dict:
 
 
 class LongRunning:
-    """tests/programs/long_running.py in its own folder: save_results/torch_profile is the logdir."""
+    """tests/programs/long_running.py in its own folder: save_results/torch_profile is the logdir.
 
-    def __init__(self, base: Path, first_calls: int = 100):
+    With ``checkout``, the process imports a *copy* of the profiler module from a LightX2V-like checkout (its own
+    `lightx2v` package, without this project's `lightx2v.capture`), as users run it."""
+
+    def __init__(self, base: Path, first_calls: int = 100, checkout: bool = False):
         self.base = base
         self.root = base / "save_results"
         self.logdir = self.root / "torch_profile"
         self.control = base / "control"
         self.control.mkdir(parents=True)
+        env = {"LIGHTX2V_TORCH_PROFILE_DIR": str(self.logdir), "OMP_NUM_THREADS": "1"}
+        self.module = REPO_ROOT / "lightx2v" / "utils" / "torch_trace_profiler.py"
+        if checkout:
+            utils = base / "LightX2V" / "lightx2v" / "utils"
+            utils.mkdir(parents=True)
+            (utils.parent / "__init__.py").write_text("")
+            (utils / "__init__.py").write_text("")
+            self.module = utils / "torch_trace_profiler.py"
+            shutil.copy(REPO_ROOT / "lightx2v" / "utils" / "torch_trace_profiler.py", self.module)
+            env["PYTHONPATH"] = str(base / "LightX2V")
         self.server = Server([sys.executable, str(PROGRAMS / "long_running.py"), str(self.control), str(first_calls)],
-                             cwd=base, LIGHTX2V_TORCH_PROFILE_DIR=str(self.logdir), OMP_NUM_THREADS="1")
-        line_with(self.server, "READY")
+                             cwd=base, **env)
+        assert fields(line_with(self.server, "READY")[0])["module"] == str(self.module)
         wait_until(lambda: status_of(self.logdir, self.pid)["captures"] == 1, 60, what="its status file")
 
     @property
@@ -72,8 +86,17 @@ def long_running(tmp_path):
         process.server.stop()
 
 
-def test_arm_a_running_process_captures_once_and_tensorboard_lists_it(long_running, tmp_path):
-    proc, logdir = long_running, long_running.logdir
+@pytest.fixture
+def long_running_copy(tmp_path):
+    process = LongRunning(tmp_path, checkout=True)
+    try:
+        yield process
+    finally:
+        process.server.stop()
+
+
+def test_arm_a_running_process_captures_once_and_tensorboard_lists_it(long_running_copy, tmp_path):
+    proc, logdir = long_running_copy, long_running_copy.logdir
     port = free_port()
     tensorboard = launcher(logdir, port)
     try:

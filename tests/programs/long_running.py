@@ -12,6 +12,7 @@ import time
 
 import torch
 
+import lightx2v.utils.torch_trace_profiler as profiler_module
 from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchTraceProfiler
 
 control = sys.argv[1]
@@ -40,7 +41,8 @@ runs = 0
 for _ in range(first_calls):
     serve_one()
     runs += 1
-print(f"READY runs={runs} captures={TorchTraceProfiler.capture_status()['captures']}", flush=True)
+print(f"READY runs={runs} captures={TorchTraceProfiler.capture_status()['captures']} "
+      f"module={profiler_module.__file__}", flush=True)
 wait_for("go")
 while runs < first_calls + 300 or not os.path.exists(os.path.join(control, "stop")):
     serve_one()

@@ -16,7 +16,7 @@ import json
 import os
 import sys
 
-from lightx2v.capture.control import NotArmed, arm, find_processes, select, wait_for_capture
+from lightx2v.capture.control import NotArmed, arm, explain, find_processes, select, wait_for_capture
 
 
 def default_folder() -> str:
@@ -61,7 +61,7 @@ def main(argv=None) -> int:
     for process in chosen:
         try:
             answer = arm(process)
-            print(f"{process.id}: {answer['outcome']}: pid {process.pid} captures at its next first run()")
+            print(explain(process, answer))
             if args.wait is not None:
                 last = wait_for_capture(process, int(answer.get("captures_before") or 0), args.wait)
                 problem = f" (error: {last['error']})" if last.get("error") else ""

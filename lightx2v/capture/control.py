@@ -170,6 +170,14 @@ def arm(process: Process, by: Optional[str] = None, ack_seconds: float = ACK_SEC
                    "releasing the GIL, or hung); the request stays and arms it when it next looks")
 
 
+def explain(process: Process, answer: dict[str, Any]) -> str:
+    """The line a person reads after arming."""
+    outcome = answer.get("outcome", "?")
+    if outcome in ("armed", "already armed"):
+        return f"{process.id}: {outcome}: pid {process.pid} captures at its next first run()"
+    return f"{process.id}: {outcome}"
+
+
 def wait_for_capture(process: Process, captures_before: int, timeout: float) -> dict[str, Any]:
     """Block until ``process`` has finished a capture after ``captures_before``; its ``last_capture``."""
     deadline = time.monotonic() + timeout

@@ -17,7 +17,7 @@ import urllib.parse
 from http import HTTPStatus
 from typing import Any, Optional
 
-from lightx2v.capture.control import NotArmed, Process, arm, find_processes, select
+from lightx2v.capture.control import NotArmed, arm, explain, find_processes, select
 
 ROUTE = "/api/capture"
 MAX_BODY = 4096
@@ -85,8 +85,7 @@ def post(root: str, headers, body: bytes, public_url: Optional[str]) -> tuple[in
         answer = arm(process, by=f"the trace browser (pid {os.getpid()})")
     except NotArmed as exc:
         return HTTPStatus.CONFLICT, {"ok": False, "message": str(exc)}
-    return HTTPStatus.OK, {"ok": True, "message": f"{process.id}: {answer['outcome']}: pid {process.pid} captures at "
-                                                  "its next first run()", "outcome": answer["outcome"]}
+    return HTTPStatus.OK, {"ok": True, "message": explain(process, answer), "outcome": answer["outcome"]}
 
 
 def _relative(root: str, path: Any) -> Any:

@@ -10,7 +10,8 @@ Wrap the call you want to see::
 The first ``run()`` of a process session calls the target ``wait + warmup + active`` times (1 + 3 + 1 by default)
 under ``torch.profiler``, exports the trace and returns the last call's result. Every later ``run()`` -- a new
 context at the next denoising step, another call site, a nested call, another thread -- is one plain call.
-``TorchTraceProfiler.reset_session()`` arms the next capture.
+``TorchTraceProfiler.reset_session()`` arms the next capture; from outside a running process,
+``python -m lightx2v.capture arm`` or the trace browser's button does (see "remote arming" at the end of this file).
 
 Where traces go (TensorBoard format): every capture session gets its own run directory, because TensorBoard's
 PyTorch Profiler plugin loads a run directory once and never notices files added to it later::
@@ -29,7 +30,8 @@ logged with the path and the result is returned.
 
 Environment switches: ``LIGHTX2V_TORCH_PROFILE=0`` (or ``false``/``off``/``no``) makes every context a plain
 call; ``LIGHTX2V_TORCH_PROFILE_DIR`` replaces ``tb_dir``; ``LIGHTX2V_TENSORBOARD_PORT`` replaces the port shown
-in the viewing hints (e.g. the host port a container publishes).
+in the viewing hints (e.g. the host port a container publishes); ``LIGHTX2V_TORCH_PROFILE_REMOTE=0`` keeps the
+process from being armed from outside.
 
 This file depends on torch and the standard library only, imports torch lazily, and can be copied over
 ``lightx2v/utils/torch_trace_profiler.py`` in an existing LightX2V checkout.
@@ -734,8 +736,8 @@ class _RemoteControl:
 
             atexit.register(self._mark_exited)
         except Exception as exc:
-            self.status_path = None  # no status, no watcher: captures go on as before
             self._log_failure_once(exc)
+            self.status_path = None  # no status, no watcher: captures go on as before
 
     def after_capture(self) -> None:
         """In the caller's thread, right after a capture: publish what it produced. Never raises."""
@@ -796,8 +798,13 @@ class _RemoteControl:
                 outcome = f"refused: {refusal}"
             elif not _profiling_enabled():
                 outcome = f"refused: profiling is off in this process ({ENV_ENABLE})"
-            elif not _SESSION.claimed or _SESSION.capturing:
-                outcome = "already armed" if not _SESSION.claimed else "capturing now; not armed again"
+            elif _SESSION.capturing:
+                self.captures_before = _SESSION.captures  # the capture under way answers the request
+                outcome = "capturing now"
+            elif not _SESSION.claimed:
+                if _SESSION.generation != self.armed_generation:  # armed by reset_session(), not by a request
+                    self.captures_before = _SESSION.captures
+                outcome = "already armed"
             else:
                 self.captures_before = _SESSION.captures
                 _SESSION.claimed = False  # what reset_session() does, under the same lock
@@ -865,7 +872,10 @@ class _RemoteControl:
 
 def _multi_rank_refusal() -> Optional[str]:
     """Why this process must not be armed from outside, or None."""
-    world_size = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    try:
+        world_size = int(os.environ.get("WORLD_SIZE") or 1)
+    except ValueError:
+        world_size = 1
     if "torch" in sys.modules:
         world_size = max(world_size, _distributed_identity()[1])
     if world_size <= 1:

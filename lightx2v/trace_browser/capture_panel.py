@@ -21,12 +21,16 @@ from lightx2v.capture.control import NotArmed, arm, explain, find_processes, sel
 
 ROUTE = "/api/capture"
 MAX_BODY = 4096
+SHOWN_NOT_RUNNING = 5  # exited processes keep their status file (so arming them says "exited"); show the latest
 
 
 def listing(root: str) -> list[dict[str, Any]]:
     """What the panel shows for each process, paths relative to the root where they are inside it."""
     rows = []
-    for p in find_processes(root):
+    processes = find_processes(root)  # newest heartbeat first
+    processes = [p for p in processes if p.state == "running"] + \
+        [p for p in processes if p.state != "running"][:SHOWN_NOT_RUNNING]
+    for p in processes:
         s = p.status
         last = s.get("last_capture") or None
         if last:

@@ -275,3 +275,26 @@ def test_capture_next_call_button_in_chromium(long_running, tmp_path):
             assert sum(name.startswith(f"torch_profile/{new_run.name}/") for name in listed) == 1
     finally:
         browser.stop()
+
+
+@pytest.mark.parametrize("switch", ["1", "0"])
+def test_watcher_is_one_daemon_thread_started_by_the_first_capture_and_can_be_switched_off(tmp_path, switch):
+    script = (
+        "import threading\n"
+        "from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext\n"
+        "names = lambda: [(t.name, t.daemon) for t in threading.enumerate() if t.name.startswith('lightx2v-')]\n"
+        "before = names()\n"
+        "for _ in range(3):\n"
+        "    TorchTraceProfileContext('step', tb_dir='tb').run(lambda: None)\n"
+        "print(before, names())\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env=subprocess_env(LIGHTX2V_TORCH_PROFILE_REMOTE=switch))
+    assert proc.returncode == 0, proc.stderr
+    if switch == "1":
+        assert proc.stdout.strip() == "[] [('lightx2v-capture-watcher', True)]"
+        (status,) = (tmp_path / "tb" / ".capture").iterdir()
+        assert json.loads(status.read_text())["exited_at"]  # marked at exit: arming it now says "exited"
+    else:
+        assert proc.stdout.strip() == "[] []"
+        assert not (tmp_path / "tb" / ".capture").exists()

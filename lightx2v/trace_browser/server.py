@@ -1,8 +1,10 @@
-"""The HTTP server: stdlib ThreadingHTTPServer, GET/HEAD only, files only from under the results root.
+"""The HTTP server: stdlib ThreadingHTTPServer, GET/HEAD (and one same-origin POST, the capture panel's), files
+only from under the results root.
 
 Routes: `/` (the trace list), `/api/traces` (the same as JSON), `/files/<trace>` (the file as stored;
-`?download=1` adds Content-Disposition). Trace files carry `Access-Control-Allow-Origin` for the Perfetto
-UI's origin only, so Perfetto may fetch them and other web sites may not.
+`?download=1` adds Content-Disposition), `/api/capture` (the "Capture next call" panel: `capture_panel`).
+Trace files carry `Access-Control-Allow-Origin` for the Perfetto UI's origin only, so Perfetto may fetch them
+and other web sites may not.
 
 While it runs, `<root>/.trace_browser.json` = {"pid", "port", "url"} tells the profiler where users can
 open the page (written atomically, removed on a clean exit).
@@ -20,6 +22,7 @@ import urllib.parse
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from lightx2v.trace_browser import capture_panel
 from lightx2v.trace_browser.files import Refused, content_type, list_traces, resolve
 from lightx2v.trace_browser.page import file_url, render_index
 
@@ -29,6 +32,7 @@ DEFAULT_PERFETTO_UI = "https://ui.perfetto.dev"
 
 class TraceBrowserServer(ThreadingHTTPServer):
     daemon_threads = True
+    public_url: str | None = None  # the URL users open (--url), also an allowed origin for the capture POST
 
     def __init__(self, address, root: str, perfetto_ui: str = DEFAULT_PERFETTO_UI):
         self.root = os.path.abspath(root)
@@ -51,7 +55,16 @@ class Handler(BaseHTTPRequestHandler):
         self._send_text(HTTPStatus.METHOD_NOT_ALLOWED, "read-only: GET and HEAD only\n", True,
                         extra={"Allow": "GET, HEAD"})
 
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _refuse_method
+    def do_POST(self) -> None:
+        """The one write: the capture panel's "Capture next call" (same-origin only; see capture_panel)."""
+        if self.path.partition("?")[0] != capture_panel.ROUTE:
+            return self._refuse_method()
+        length = self.headers.get("Content-Length") or "0"
+        body = self.rfile.read(min(int(length), capture_panel.MAX_BODY)) if length.isdigit() else b""
+        status, answer = capture_panel.post(self.server.root, self.headers, body, self.server.public_url)
+        self._send_bytes(json.dumps(answer).encode(), "application/json", True, status)
+
+    do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _refuse_method
 
     def _answer(self, send_body: bool) -> None:
         path, _, query = self.path.partition("?")
@@ -60,10 +73,14 @@ class Handler(BaseHTTPRequestHandler):
                 page = render_index(list_traces(self.server.root), root=self.server.root,
                                     host=self.headers.get("Host") or "127.0.0.1:9001",
                                     perfetto_ui=self.server.perfetto_ui)
+                page = capture_panel.with_panel(page)
                 self._send_bytes(page.encode(), "text/html; charset=utf-8", send_body)
             elif path == "/api/traces":
                 listing = [{"path": t.path, "size": t.size, "mtime": t.mtime, "url": file_url(t.path)}
                            for t in list_traces(self.server.root)]
+                self._send_bytes(json.dumps(listing).encode(), "application/json", send_body)
+            elif path == capture_panel.ROUTE:
+                listing = capture_panel.listing(self.server.root)
                 self._send_bytes(json.dumps(listing).encode(), "application/json", send_body)
             elif path.startswith("/files/"):
                 self._send_file(resolve(self.server.root, path[len("/files/"):]),
@@ -136,6 +153,7 @@ def serve(root: str, host: str, port: int, public_url: str | None, perfetto_ui: 
     """Serve until SIGTERM / SIGINT, keeping the discovery file meanwhile."""
     os.makedirs(root, exist_ok=True)
     server = TraceBrowserServer((host, port), root, perfetto_ui)
+    server.public_url = public_url
     actual_port = server.server_address[1]
     url = public_url or f"http://127.0.0.1:{actual_port}/"
     discovery = write_discovery(server.root, actual_port, url)

@@ -10,7 +10,8 @@ Wrap the call you want to see::
 The first ``run()`` of a process session calls the target ``wait + warmup + active`` times (1 + 3 + 1 by default)
 under ``torch.profiler``, exports the trace and returns the last call's result. Every later ``run()`` -- a new
 context at the next denoising step, another call site, a nested call, another thread -- is one plain call.
-``TorchTraceProfiler.reset_session()`` arms the next capture.
+``TorchTraceProfiler.reset_session()`` arms the next capture; from outside a running process,
+``python -m lightx2v.capture arm`` or the trace browser's button does (see "remote arming" at the end of this file).
 
 Where traces go (TensorBoard format): every capture session gets its own run directory, because TensorBoard's
 PyTorch Profiler plugin loads a run directory once and never notices files added to it later::
@@ -29,7 +30,8 @@ logged with the path and the result is returned.
 
 Environment switches: ``LIGHTX2V_TORCH_PROFILE=0`` (or ``false``/``off``/``no``) makes every context a plain
 call; ``LIGHTX2V_TORCH_PROFILE_DIR`` replaces ``tb_dir``; ``LIGHTX2V_TENSORBOARD_PORT`` replaces the port shown
-in the viewing hints (e.g. the host port a container publishes).
+in the viewing hints (e.g. the host port a container publishes); ``LIGHTX2V_TORCH_PROFILE_REMOTE=0`` keeps the
+process from being armed from outside.
 
 This file depends on torch and the standard library only, imports torch lazily, and can be copied over
 ``lightx2v/utils/torch_trace_profiler.py`` in an existing LightX2V checkout.
@@ -142,6 +144,7 @@ class CaptureResult:
     calls: int  # target calls made during the capture
     seconds: float
     error: Optional[str] = None  # why nothing (or not everything) was exported
+    finished_at: Optional[float] = None  # epoch seconds (time.time()) when the capture ended
 
 
 class _Session:
@@ -153,6 +156,7 @@ class _Session:
         self.capturing = False
         self.generation = 0  # bumped by reset_session(); names the run-directory rendezvous key
         self.last: Optional[CaptureResult] = None
+        self.captures = 0  # captures finished in this process, successful or not
 
     def claim(self) -> Optional[int]:
         """The session's generation if the caller may capture now, else None (caller runs a plain call)."""
@@ -199,8 +203,13 @@ class TorchTraceProfiler:
 
     @staticmethod
     def last_capture() -> Optional[CaptureResult]:
-        """The most recent capture of this process, successful or not."""
+        """The most recent capture of this process, successful or not (``finished_at`` says when)."""
         return _SESSION.last
+
+    @staticmethod
+    def capture_status() -> dict[str, Any]:
+        """Whether a capture is armed, who armed it, how many ran, the last one: what the status file shows."""
+        return _REMOTE.status()
 
 
 # -------------------------------------------------------------------------------------------- call site
@@ -275,11 +284,13 @@ class TorchTraceProfileContext:
         if generation is None:
             return func(*args, **kwargs)
         try:
+            _REMOTE.start_once(self._settings[0], self._settings[1])  # see "remote arming"; never raises
             label = self.name or _qualified_name(func)
             return _Capture(self.config, label, generation).run(func, args, kwargs)
         finally:
             with _SESSION.lock:
                 _SESSION.capturing = False
+            _REMOTE.after_capture()  # see "remote arming"; never raises
 
 
 def _qualified_name(func: Callable[..., Any]) -> str:
@@ -421,8 +432,10 @@ class _Capture:
             label=self.label, profile_format=cfg.profile_format, trace_paths=list(self.trace_paths),
             run_dir=self.run_dir, log_dir=self.log_dir, rank=self.rank,
             world_size=self.world_size, calls=calls, seconds=time.perf_counter() - started, error=error,
+            finished_at=time.time(),
         )
         _SESSION.last = result
+        _SESSION.captures += 1
         if not result.trace_paths and result.run_dir and self.world_size == 1:
             try:
                 os.rmdir(result.run_dir)  # leave no empty run behind; with several ranks others may still write
@@ -646,3 +659,230 @@ def _capture_summary_lines(trace_path: str) -> list[str]:
         return list(write_capture_summary(trace_path))
     except Exception as exc:
         return [f"(no summary: {exc!r})"]
+
+
+# ========================================================================================== remote arming
+# Arm the next capture of this *running* process from outside: `python -m lightx2v.capture` or the trace
+# browser's "Capture next call" button. Those run in the project's own stack (maybe another venv, another
+# version of this file), so the protocol is plain files under the logdir, nothing imported at run time:
+#
+#   <logdir>/.capture/<host>_<pid>.status.json   written by this process (atomically); its mtime is a heartbeat
+#   <logdir>/.capture/<host>_<pid>.request       written by the outside (atomically); this process consumes it
+#
+# A daemon thread, started with the process's first capture (the session's first run(), never the steady
+# path), looks for the request file every POLL_SECONDS and arms exactly like reset_session(): the capture then
+# runs on the caller's own thread at its next run(), into a new run directory. The steady path is untouched (the
+# same one bool read), so between captures the process pays nothing per call. On by default for the
+# tensorboard format; LIGHTX2V_TORCH_PROFILE_REMOTE=0 keeps the thread from starting.
+#
+# Multi-rank jobs refuse: each rank would see the request at a different call, capture (five target calls)
+# at a different point, and the collectives inside the target would stop lining up -- a hang. Agreeing on one
+# call index would need a call counter on the steady path; refusing is safe by construction.
+
+ENV_REMOTE = "LIGHTX2V_TORCH_PROFILE_REMOTE"
+CONTROL_DIR = ".capture"  # hidden: TensorBoard, the trace browser and trace_summary skip it
+CONTROL_PROTOCOL = 1
+STATUS_SUFFIX = ".status.json"
+REQUEST_SUFFIX = ".request"
+POLL_SECONDS = 0.5
+HEARTBEAT_SECONDS = 2.0  # readers call a process gone after several missed heartbeats
+
+
+class _RemoteControl:
+    """The watcher thread's state: where it watches, what it last did. One per process."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.started = False
+        self.pid = os.getpid()
+        self.log_dir: Optional[str] = None
+        self.status_path: Optional[str] = None
+        self.request_path: Optional[str] = None
+        self.armed_generation: Optional[int] = None  # the generation a remote request armed
+        self.armed_at: Optional[float] = None
+        self.armed_by: Optional[str] = None
+        self.captures_before: int = 0  # captures finished when that request armed
+        self.last_request: Optional[dict[str, Any]] = None  # {id, at, by, outcome, captures_before}
+        self.exited_at: Optional[float] = None
+        self.started_at: Optional[float] = None  # the process's start time, from /proc
+        self.written_state: Optional[tuple] = None  # _shown_state() as of the last status write
+        self.failure_logged = False
+
+    # -- in the caller's thread, once -----------------------------------------------------------------------
+    def start_once(self, profile_format: str, tb_dir: Optional[str]) -> None:
+        """Start the watcher with the process's first capture. Never raises into the caller."""
+        if self.started:
+            return
+        try:
+            with self.lock:
+                if self.started:
+                    return
+                self.started = True
+                if profile_format != "tensorboard":
+                    return
+                if os.environ.get(ENV_REMOTE, "1").strip().lower() in ("0", "false", "off", "no"):
+                    return
+                self.pid = os.getpid()
+                self.started_at = _process_start_time(self.pid)
+                self.log_dir = resolve_log_dir(tb_dir)
+                control = os.path.join(self.log_dir, CONTROL_DIR)
+                ident = f"{_slug(socket.gethostname(), 40) or 'host'}_{self.pid}"
+                self.status_path = os.path.join(control, ident + STATUS_SUFFIX)
+                self.request_path = os.path.join(control, ident + REQUEST_SUFFIX)
+            os.makedirs(control, exist_ok=True)  # here, in the caller's thread, as the capture creates its run
+            self._write_status()
+            threading.Thread(target=self._watch, name="lightx2v-capture-watcher", daemon=True).start()
+            import atexit
+
+            atexit.register(self._mark_exited)
+        except Exception as exc:
+            self._log_failure_once(exc)
+            self.status_path = None  # no status, no watcher: captures go on as before
+
+    def after_capture(self) -> None:
+        """In the caller's thread, right after a capture: publish what it produced. Never raises."""
+        if self.status_path is None:
+            return
+        try:
+            self._write_status()
+        except FileNotFoundError:  # the logdir was removed meanwhile
+            pass
+        except Exception as exc:
+            self._log_failure_once(exc)
+
+    # -- in the watcher thread ------------------------------------------------------------------------------
+    def _watch(self) -> None:
+        """Poll for a request; otherwise only touch the status file (its mtime is the heartbeat).
+
+        The thread never creates a folder and writes a file only to answer a request or to show an arm done by
+        reset_session(), so a caller removing its logdir (a temporary directory, say) does not race with it.
+        """
+        last_beat = time.monotonic()
+        while True:
+            time.sleep(POLL_SECONDS)
+            try:
+                if os.path.exists(self.request_path):
+                    self._take_request()
+                elif self._shown_state() != self.written_state:
+                    self._write_status()
+                elif time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
+                    os.utime(self.status_path)
+                    last_beat = time.monotonic()
+            except FileNotFoundError:  # the logdir is gone (removed, or not yet recreated): stay quiet
+                pass
+            except Exception as exc:  # e.g. a read-only logdir: must never reach the caller
+                self._log_failure_once(exc)
+
+    @staticmethod
+    def _shown_state() -> tuple:
+        """What the watcher keeps current in the status file on its own; captures are written by after_capture."""
+        return _SESSION.claimed, _SESSION.generation
+
+    def _take_request(self) -> None:
+        try:
+            with open(self.request_path) as f:
+                text = f.read(4096)
+            request = json.loads(text) if text.strip() else {"by": "a request file"}  # `touch` arms too
+            if not isinstance(request, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError) as exc:
+            request = {"id": None, "by": f"a request file ({exc})"}
+        try:
+            os.remove(self.request_path)
+        except FileNotFoundError:
+            pass
+        by = str(request.get("by") or "outside")[:200]
+        refusal = _multi_rank_refusal()
+        with _SESSION.lock:
+            if refusal:
+                outcome = f"refused: {refusal}"
+            elif not _profiling_enabled():
+                outcome = f"refused: profiling is off in this process ({ENV_ENABLE})"
+            elif _SESSION.capturing:
+                self.captures_before = _SESSION.captures  # the capture under way answers the request
+                outcome = "capturing now"
+            elif not _SESSION.claimed:
+                if _SESSION.generation != self.armed_generation:  # armed by reset_session(), not by a request
+                    self.captures_before = _SESSION.captures
+                outcome = "already armed"
+            else:
+                self.captures_before = _SESSION.captures
+                _SESSION.claimed = False  # what reset_session() does, under the same lock
+                _SESSION.generation += 1
+                self.armed_generation = _SESSION.generation
+                self.armed_at, self.armed_by = time.time(), by
+                outcome = "armed"
+            self.last_request = {"id": request.get("id"), "at": time.time(), "by": by, "outcome": outcome,
+                                 "captures_before": self.captures_before}
+        level = logging.INFO if outcome in ("armed", "already armed") else logging.WARNING
+        _log(level, f"[Profile] capture request from {by}: {outcome}"
+                    + (" (the next first run() of any call site captures)" if outcome == "armed" else ""))
+        self._write_status()
+
+    def _write_status(self) -> None:
+        """Write the status file under a hidden temporary name, then rename (readers never see half of it)."""
+        status = {"protocol": CONTROL_PROTOCOL, "pid": self.pid, "host": socket.gethostname(),
+                  "argv": [str(a)[:200] for a in sys.argv[:12]], "log_dir": self.log_dir,
+                  "started_at": self.started_at, "updated_at": time.time(), "exited_at": self.exited_at,
+                  "poll_seconds": POLL_SECONDS, "heartbeat_seconds": HEARTBEAT_SECONDS, **self.status()}
+        directory, name = os.path.split(self.status_path)
+        tmp = os.path.join(directory, f".{name}.tmp")
+        with self.lock:  # the watcher, the caller's thread and the atexit handler share the temporary name
+            state = self._shown_state()
+            with open(tmp, "w") as f:
+                json.dump(status, f, default=str)
+            os.replace(tmp, self.status_path)
+            self.written_state = state
+
+    def status(self) -> dict[str, Any]:
+        session = _SESSION
+        armed = not session.claimed and not session.capturing and _profiling_enabled()
+        remote = armed and session.generation == self.armed_generation
+        last = session.last
+        rank, world_size, _ = _distributed_identity() if "torch" in sys.modules else (0, 1, None)
+        return {
+            "armed": armed,
+            "capturing": session.capturing,
+            "armed_at": self.armed_at if remote else None,
+            "armed_by": (self.armed_by if remote else "reset_session()") if armed else None,
+            "captures": session.captures,
+            "last_capture": dataclasses.asdict(last) if last else None,
+            "last_request": self.last_request,
+            "rank": rank,
+            "world_size": world_size,
+            "remote_refused": _multi_rank_refusal(),  # None: `python -m lightx2v.capture` may arm this process
+        }
+
+    def _mark_exited(self) -> None:
+        """atexit: say so in the status file, so `python -m lightx2v.capture` answers 'exited' at once."""
+        if os.getpid() != self.pid or self.status_path is None:  # a forked child inherits the handler
+            return
+        try:
+            self.exited_at = time.time()
+            self._write_status()
+        except Exception:
+            pass
+
+    def _log_failure_once(self, exc: BaseException) -> None:
+        if not self.failure_logged:
+            self.failure_logged = True
+            _log(logging.WARNING, f"[Profile] remote arming: {exc!r} (status {self.status_path}); captures "
+                                  "still work, `python -m lightx2v.capture` may not see this process")
+
+
+def _multi_rank_refusal() -> Optional[str]:
+    """Why this process must not be armed from outside, or None."""
+    try:
+        world_size = int(os.environ.get("WORLD_SIZE") or 1)
+    except ValueError:
+        world_size = 1
+    if "torch" in sys.modules:
+        world_size = max(world_size, _distributed_identity()[1])
+    if world_size <= 1:
+        return None
+    return (f"a {world_size}-rank job: each rank would see the request at a different call and capture (five "
+            "target calls) at a different point, so the collectives inside the target would hang; arm it in code "
+            "with TorchTraceProfiler.reset_session() at the same step on every rank")
+
+
+_REMOTE = _RemoteControl()

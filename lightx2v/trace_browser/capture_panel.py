@@ -1,0 +1,164 @@
+"""The trace browser's "Capture next call" panel: which processes write captures under the root, and a button
+that arms one (`lightx2v.capture.control`, the same path as `python -m lightx2v.capture arm`).
+
+Routes: GET `/api/capture` (the processes as JSON), POST `/api/capture` with `{"id": "<host>_<pid>"}` (arm it).
+The POST is the page's only write, so it is refused unless it comes from this page: the `Origin` header must be
+this server's own origin and the `Host` header a loopback address, an IP literal or the public URL's host (a
+DNS-rebinding page has neither), and the body must be JSON (a cross-site form cannot send that without a CORS
+preflight, which this server never grants).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import urllib.parse
+from http import HTTPStatus
+from typing import Any, Optional
+
+from lightx2v.capture.control import NotArmed, arm, explain, find_processes, select
+
+ROUTE = "/api/capture"
+MAX_BODY = 4096
+SHOWN_NOT_RUNNING = 5  # exited processes keep their status file (so arming them says "exited"); show the latest
+
+
+def listing(root: str) -> list[dict[str, Any]]:
+    """What the panel shows for each process, paths relative to the root where they are inside it."""
+    rows = []
+    processes = find_processes(root)  # newest heartbeat first
+    processes = [p for p in processes if p.state == "running"] + \
+        [p for p in processes if p.state != "running"][:SHOWN_NOT_RUNNING]
+    for p in processes:
+        s = p.status
+        last = s.get("last_capture") or None
+        if last:
+            last = {"finished_at": last.get("finished_at"), "calls": last.get("calls"), "error": last.get("error"),
+                    "label": last.get("label"), "run_dir": _relative(root, last.get("run_dir")),
+                    "traces": [_relative(root, t) for t in last.get("trace_paths") or []]}
+        rows.append({"id": p.id, "pid": p.pid, "host": p.host, "command": " ".join(s.get("argv") or []),
+                     "state": p.state, "armed": bool(s.get("armed")) and p.state == "running",
+                     "capturing": bool(s.get("capturing")), "armed_at": s.get("armed_at"),
+                     "armed_by": s.get("armed_by"), "captures": s.get("captures", 0), "last_capture": last,
+                     "refused": s.get("remote_refused") or p.not_running_reason(),
+                     "rank": s.get("rank", 0), "world_size": s.get("world_size", 1)})
+    return rows
+
+
+def refusal(headers, public_url: Optional[str]) -> Optional[str]:
+    """Why a POST must be refused as not coming from this page, or None."""
+    host = headers.get("Host") or ""
+    origin = headers.get("Origin")
+    public = urllib.parse.urlsplit(public_url) if public_url else None
+    if not origin:
+        return "missing Origin header: arm from the page, or with `python -m lightx2v.capture arm`"
+    if origin.rstrip("/") not in {f"http://{host}", *([f"{public.scheme}://{public.netloc}"] if public else [])}:
+        return f"cross-origin request from {origin} refused"
+    if not (public and host == public.netloc) and not _trusted_host(host):
+        return f"Host {host!r} is not a loopback or IP address (DNS rebinding?)"
+    if (headers.get("Content-Type") or "").split(";")[0].strip() != "application/json":
+        return "the body must be application/json"
+    return None
+
+
+def _trusted_host(host: str) -> bool:
+    name = urllib.parse.urlsplit(f"//{host}").hostname or ""
+    if name == "localhost":
+        return True
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        return False
+
+
+def post(root: str, headers, body: bytes, public_url: Optional[str]) -> tuple[int, dict[str, Any]]:
+    """(HTTP status, answer) for an arm request."""
+    problem = refusal(headers, public_url)
+    if problem:
+        return HTTPStatus.FORBIDDEN, {"ok": False, "message": problem}
+    try:
+        ident = json.loads(body or b"{}").get("id")
+        if not isinstance(ident, str):
+            raise ValueError("id must be a string")
+    except (ValueError, AttributeError) as exc:
+        return HTTPStatus.BAD_REQUEST, {"ok": False, "message": f"bad request: {exc}"}
+    try:
+        (process,) = select(find_processes(root), ident=ident)
+        answer = arm(process, by=f"the trace browser (pid {os.getpid()})")
+    except NotArmed as exc:
+        return HTTPStatus.CONFLICT, {"ok": False, "message": str(exc)}
+    return HTTPStatus.OK, {"ok": True, "message": explain(process, answer), "outcome": answer["outcome"]}
+
+
+def _relative(root: str, path: Any) -> Any:
+    if not isinstance(path, str):
+        return path
+    rel = os.path.relpath(path, os.path.realpath(root)) if os.path.isabs(path) else path
+    return path if rel.startswith("..") else rel.replace(os.sep, "/")
+
+
+def with_panel(page: str) -> str:
+    """The trace list page with the panel added at the end of its body."""
+    return page.replace("</body>", PANEL + "</body>", 1)
+
+
+PANEL = """<section id=capture>
+<h2>Capture next call</h2>
+<p>Processes writing captures under this folder. <b>Capture next call</b> makes the next first
+<code>.run()</code> of any call site in that process capture again (5 calls by default) into a new run directory;
+TensorBoard lists it and this page shows it on reload. Multi-rank (torchrun) jobs are refused.</p>
+<div id=capture-message></div>
+<table id=processes><thead><tr><th>Process</th><th>Command</th><th>State</th><th>Last capture</th><th></th></tr></thead>
+<tbody><tr><td colspan=5>Loading ...</td></tr></tbody></table>
+</section>
+<script>
+(() => {
+  const clock = (t) => t ? new Date(t * 1000).toLocaleString() : '';
+  const cell = (row, text, cls) => { const td = row.insertCell(); td.textContent = text; if (cls) td.className = cls; return td; };
+  const say = (text) => { document.getElementById('capture-message').textContent = text; };
+  async function arm(id, button) {
+    button.disabled = true;
+    try {
+      const response = await fetch('/api/capture', {method: 'POST', headers: {'Content-Type': 'application/json'},
+                                                    body: JSON.stringify({id: id})});
+      say((await response.json()).message);
+    } catch (error) { say('Could not reach the trace browser: ' + error); }
+    refresh();
+  }
+  async function refresh() {
+    let processes;
+    try { processes = await (await fetch('/api/capture')).json(); } catch (error) { return; }
+    const body = document.querySelector('#processes tbody');
+    body.replaceChildren();
+    if (!processes.length) {
+      cell(body.insertRow(), 'No process has written captures here yet (one shows up after its first capture).').colSpan = 5;
+    }
+    for (const p of processes) {
+      const row = body.insertRow();
+      row.dataset.id = p.id;
+      cell(row, p.id + (p.world_size > 1 ? ' (rank ' + p.rank + '/' + p.world_size + ')' : ''), 'path');
+      cell(row, p.command, 'path');
+      cell(row, p.state !== 'running' ? p.state : p.capturing ? 'capturing now' :
+                p.armed ? 'armed' + (p.armed_at ? ' since ' + clock(p.armed_at) : '') + ': captures at its next run()'
+                        : 'running, not armed', 'state');
+      const last = p.last_capture;
+      cell(row, last ? clock(last.finished_at) + ' -> ' + last.run_dir + ' (' + last.calls + ' calls' +
+                       (last.error ? ', error: ' + last.error : '') + ')' : 'none', 'last');
+      const td = row.insertCell();
+      const button = document.createElement('button');
+      button.className = 'arm';
+      button.textContent = 'Capture next call';
+      button.disabled = p.state !== 'running' || !!p.refused || p.armed;
+      if (p.refused) button.title = p.refused;
+      button.addEventListener('click', () => arm(p.id, button));
+      td.append(button);
+      if (p.refused && p.state === 'running') cell(row, p.refused, 'refused');
+    }
+  }
+  refresh();
+  setInterval(refresh, 2000);
+})();
+</script>
+"""

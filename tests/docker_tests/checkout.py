@@ -148,6 +148,7 @@ def write_checkout(root: Path, lightx2v_path: str, profiler: str, uid: int, gid:
         "scripts/base/base.sh": BASE_SH,
         "scripts/qwen_image/qwen_image_t2i_standin.sh": SCRIPT.format(lightx2v_path=lightx2v_path),
         "pyproject.toml": '[project]\nname = "lightx2v"\nversion = "0.0.0"\n',
+        ".gitignore": "__pycache__/\nsave_results/\n",
     }
     for rel, text in files.items():
         path = root / rel

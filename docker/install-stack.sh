@@ -14,7 +14,7 @@ venv=$home/venv
 pip="$venv/bin/python -m pip"
 
 make_venv() {
-    if python3 -m venv "$venv" 2>/dev/null; then
+    if python3 -m venv "$venv" >/dev/null 2>&1; then
         return
     fi
     # Debian/Ubuntu pythons without python3-venv have no ensurepip: make the venv bare and let the base's

@@ -1,8 +1,10 @@
 """The user's own LightX2V checkout in the container, as LightX2V users work (real engine, stand-in base).
 
 Each stack mounts a stand-in checkout (tests/docker_tests/checkout.py: its own `lightx2v` package, a runner
-with a new profiling context at every step, LightX2V-style scripts) through `LIGHTX2V_PATH`, and checks what
-the user sees: the run listed by TensorBoard's `/runs` within 10 s of its file landing (the stock plugin
+with a new profiling context at every step, LightX2V-style scripts) through `LIGHTX2V_PATH`. The first runs the
+script as the start command, then through `exec` from /tmp, then from a second checkout mounted at
+/data/LightX2V; the second is used interactively (`up` with no command, a shell through `exec`) with LightX2V's
+original module, which the stack explains and `lightx2v-install-profiler` replaces. Each checks what the user sees: the run listed by TensorBoard's `/runs` within 10 s of its file landing (the stock plugin
 rescans every 10 s; the stack's fix every second), files owned by the checkout's owner, a clean `down`.
 Timings go to the "docker timings" summary.
 """
@@ -142,23 +144,38 @@ def test_user_stack_goes_down_cleanly(user):
 
 @pytest.fixture(scope="module")
 def original(docker_engine, image, project, tmp_path_factory):
-    """A checkout (a git repository) that still has LightX2V's original profiler module."""
+    """Interactive, as LightX2V users work: `up -d` with no start command, then a shell through `exec`; the
+    checkout (a git repository) still has LightX2V's original profiler module."""
     checkout = write_checkout(tmp_path_factory.mktemp("original") / "LightX2V", IN_CONTAINER, "original", *OWNER,
                               git=True)
-    stack = start_stack(docker_engine, image[0], project, f"lx2v-orig-{os.getpid()}",
-                        LIGHTX2V_PATH=str(checkout), LIGHTX2V_INFER_CMD=f"bash {SCRIPT}")
+    stack = start_stack(docker_engine, image[0], project, f"lx2v-orig-{os.getpid()}", LIGHTX2V_PATH=str(checkout))
     yield stack, checkout
     if stack.container_ids():
         print(stack.logs())
         stack.compose("down", check=False)
 
 
-def test_original_module_captures_are_listed(original):
-    """One file per step straight in the logdir: listed as one run, each new file loaded into it."""
+def test_interactive_shell_run_of_the_original_module_is_listed(original):
+    """Nothing runs at start; in `docker compose exec lightx2v bash` the user types the script. Its module
+    writes one file per step straight in the logdir: listed as one run, each new file loaded into it."""
     stack, checkout = original
     results = checkout / "save_results"
-    trace, landed, listed = land_then_list(stack, results, set(), timeout=240, pattern=STRAIGHT_GLOB)
-    record("original module, start command", stack.up_started, landed, listed)
+    assert "inference: nothing at start" in wait_for(
+        "the inference program's message", lambda: "inference: nothing at start" in (t := stack.logs()) and t, 60)
+    assert not traces(results) and not traces(results, STRAIGHT_GLOB)
+    started = time.monotonic()
+    shell = subprocess.Popen(stack.compose_cmd("exec", "-T", "lightx2v", "bash"), env=stack.env, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    shell.stdin.write(f"pwd\nbash {SCRIPT}\nexit\n")
+    shell.stdin.close()
+    try:
+        trace, landed, listed = land_then_list(stack, results, set(), timeout=240, pattern=STRAIGHT_GLOB)
+    finally:
+        output = shell.stdout.read()  # stdin is closed already, so no communicate(); EOF when the shell exits
+        shell.wait(timeout=240)
+    assert shell.returncode == 0, output
+    assert IN_CONTAINER in output.splitlines(), output  # `exec` starts the shell in the checkout
+    record("original module, interactive shell", started, landed, listed)
     assert listed - landed < LISTED_WITHIN_S
     files = wait_for(f"{STEPS} traces (one per step)",
                      lambda: len(traces(results, STRAIGHT_GLOB)) == STEPS and traces(results, STRAIGHT_GLOB), 240)

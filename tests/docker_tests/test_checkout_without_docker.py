@@ -85,3 +85,10 @@ def test_serve_a_checkout_whose_inference_runs_elsewhere(tmp_path):
         assert len(traces(results)) == 1
     finally:
         serve.stop()
+
+
+def test_a_missing_checkout_is_a_clear_error(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "lightx2v.serve", "--checkout", str(tmp_path / "nope")],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and f"--checkout {tmp_path / 'nope'}: no such folder" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,54 +1,62 @@
-# LightX2V trace profiling: embedded inference + TensorBoard (PyTorch Profiler plugin) under supervisord.
+# LightX2V trace profiling: TensorBoard (PyTorch Profiler plugin, fixed) + the Perfetto trace browser under
+# supervisord, serving the traces of YOUR LightX2V checkout, mounted at /workspace/LightX2V:
 #
-#   docker compose up --build        # then open http://127.0.0.1:16006/#pytorch_profiler
+#   LIGHTX2V_PATH=~/LightX2V BASE_IMAGE=lightx2v/lightx2v:<tag> \
+#   LIGHTX2V_INFER_CMD="bash scripts/qwen_image/<script>.sh" docker compose up --build
 #
-# BASE_IMAGE contract: `python3` with pip, and `torch` importable. Nothing else is assumed (no apt, no
-# conda), so any CUDA PyTorch image works, e.g. LightX2V's own images:
-#   docker build --build-arg BASE_IMAGE=<a LightX2V image tag> -t lightx2v-profiling .
-# See docs/docker.md.
+# With nothing mounted (or this project as the checkout) it runs its embedded demo inference at start.
+# BASE_IMAGE contract: `python3` with pip and the `venv` module, and `torch` importable. Nothing is installed
+# into that python3: the stack lives in /opt/lightx2v-profiling with a venv of its own (docker/install-stack.sh)
+# and runs with `python -I`, so no `lightx2v` package of the user's can shadow it. See docs/docker.md.
 ARG BASE_IMAGE=pytorch/pytorch:2.11.0-cuda13.0-cudnn9-runtime
 FROM ${BASE_IMAGE}
 
 # Defaults for everything docker/supervisord.conf and its programs read; compose.yaml overrides some.
 # TENSORBOARD_PORT / TRACE_BROWSER_PORT are the listen ports inside the container;
 # LIGHTX2V_TENSORBOARD_PORT is the port printed in hints (compose passes the host port there).
-# supervisord's socket and pid file go to /tmp, writable by whichever user the entrypoint picks.
+# LIGHTX2V_TORCH_PROFILE_DIR sends every capture of the fixed profiler module, whatever the working directory,
+# to the logdir TensorBoard watches; LIGHTX2V_TORCH_PROFILE_TB_DIR does the same for older LightX2V modules.
+# The stack's commands (lightx2v-trace-summary, ...) come AFTER the base's PATH, so they never shadow its python.
 ENV PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    LIGHTX2V_STACK_HOME=/opt/lightx2v-profiling \
+    LIGHTX2V_STACK_PYTHON=/opt/lightx2v-profiling/bin/lightx2v-stack-python \
+    LIGHTX2V_SUPERVISOR_CONF=/opt/lightx2v-profiling/src/docker/supervisord.conf \
+    LIGHTX2V_DEMO_PYTHONPATH=/opt/lightx2v-profiling/src:/opt/lightx2v-profiling/demo-deps \
     LIGHTX2V_SUPERVISOR_RUN_DIR=/tmp \
+    LIGHTX2V_CHECKOUT=/workspace/LightX2V \
+    LIGHTX2V_RESULTS_DIR=/workspace/LightX2V/save_results \
+    LIGHTX2V_TORCH_PROFILE_DIR=/workspace/LightX2V/save_results/torch_profile \
+    LIGHTX2V_TORCH_PROFILE_TB_DIR=/workspace/LightX2V/save_results/torch_profile \
     TENSORBOARD_PORT=16006 \
     LIGHTX2V_TENSORBOARD_PORT=16006 \
     TRACE_BROWSER_PORT=9001 \
-    LIGHTX2V_RESULTS_DIR=/workspace/LightX2V/save_results \
-    LIGHTX2V_INFER_CMD=
+    LIGHTX2V_INFER_CMD= \
+    PATH=${PATH}:/opt/lightx2v-profiling/bin
 
 # `lightx2v` starts as a second name for root (uid 0) so that docker/entrypoint.sh can read the owner of the
-# mounted save_results folder; the entrypoint then re-points the name to that uid:gid and drops to it.
+# mounted checkout; the entrypoint then re-points the name to that uid:gid and drops to it.
 # `docker compose exec` resolves the name again, so exec'd commands also write files the host user owns.
-RUN echo 'lightx2v:x:0:0:owner of save_results (set at start):/home/lightx2v:/bin/sh' >> /etc/passwd \
- && mkdir -p /home/lightx2v
+RUN echo 'lightx2v:x:0:0:owner of the checkout (set at start):/home/lightx2v:/bin/sh' >> /etc/passwd \
+ && mkdir -p /home/lightx2v /workspace/LightX2V
+
+# Dependencies before the source: this layer changes only with pyproject.toml or the install script, so a
+# code change rebuilds in seconds. (Further build stages, e.g. offline viewer assets, can go after it.)
+COPY pyproject.toml docker/install-stack.sh docker/stack_requirements.py /opt/lightx2v-profiling/build/
+RUN sh /opt/lightx2v-profiling/build/install-stack.sh dependencies /opt/lightx2v-profiling/build/pyproject.toml
+
+COPY . /opt/lightx2v-profiling/src
+RUN sh /opt/lightx2v-profiling/src/docker/install-stack.sh package
 
 WORKDIR /workspace/LightX2V
-
-# Dependencies before the source: this layer changes only with pyproject.toml, so a code change rebuilds
-# in seconds. The editable install points at /workspace/LightX2V/lightx2v, which the next COPY fills.
-# The constraint pins torch to the base's own build: pip fails loudly rather than replace a CUDA torch.
-COPY pyproject.toml ./
-RUN mkdir lightx2v && touch README.md lightx2v/__init__.py \
- && python3 -c "import importlib.metadata as m; print('torch==' + m.version('torch'))" > /tmp/base-torch.txt \
- && python3 -m pip install --no-cache-dir --constraint /tmp/base-torch.txt --editable ".[serve]" \
- && rm /tmp/base-torch.txt
-
-COPY . .
-
 EXPOSE 16006 9001
 
 HEALTHCHECK --interval=5s --timeout=5s --start-period=120s --retries=3 \
-    CMD ["python3", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/data/plugin/pytorch_profiler/runs' % os.environ['TENSORBOARD_PORT'], timeout=4)"]
+    CMD ["/opt/lightx2v-profiling/bin/lightx2v-stack-python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/data/plugin/pytorch_profiler/runs' % os.environ['TENSORBOARD_PORT'], timeout=4)"]
 
 # A name, not a number, on purpose: it must resolve through the container's /etc/passwd (see above).
 # hadolint ignore=DL3066
 USER lightx2v
-ENTRYPOINT ["/bin/sh", "/workspace/LightX2V/docker/entrypoint.sh"]
-CMD ["supervisord", "--configuration", "/workspace/LightX2V/docker/supervisord.conf"]
+ENTRYPOINT ["/bin/sh", "/opt/lightx2v-profiling/src/docker/entrypoint.sh"]
+CMD ["/opt/lightx2v-profiling/bin/lightx2v-stack-python", "-m", "supervisor.supervisord", "--nodaemon", "--configuration", "/opt/lightx2v-profiling/src/docker/supervisord.conf"]

@@ -1,22 +1,21 @@
 #!/bin/sh
-# Run the container's command as the owner of the bind-mounted results folder, so every trace, image and
-# log written to the host's ./save_results belongs to the host user -- with no UID to export first.
+# Run the container's command as the owner of the mounted checkout's results folder, so every trace, image
+# and log written to the host's <checkout>/save_results belongs to the host user -- with no UID to export.
 #
 # Who is "the owner":
-#   1. the owner of $LIGHTX2V_RESULTS_DIR (the host folder mounted there);
-#   2. if that folder is root-owned, the owner of the project folder that compose.yaml mounts read-only at
-#      /workspace/host-project: Docker creates a missing bind-mount source as root, so a root-owned, fresh
-#      folder says nothing about the user; it is handed to the project's owner (recursively, which also
-#      repairs files an older root container left there);
-#   3. if both are root (rootless Docker or Podman map the host user to root; or a root-owned checkout),
-#      stay root: files then appear on the host as that user.
+#   1. the owner of $LIGHTX2V_RESULTS_DIR (<checkout>/save_results), when it exists and is not root's;
+#   2. otherwise the owner of the checkout mounted at /workspace/LightX2V ($LIGHTX2V_CHECKOUT): the folder is
+#      made (or, if root-owned, handed over recursively, which also repairs files an older root container
+#      left there) for that owner;
+#   3. if both are root (rootless Docker or Podman map the host user to root; nothing mounted; a root-owned
+#      checkout), stay root: files then appear on the host as that user.
 # The image's user `lightx2v` starts as uid 0; it is re-pointed here to the owner, so `docker compose exec`
 # (which resolves the name at exec time) runs as the owner too. Dropping privileges uses python3, the one
 # thing the base image contract guarantees (no gosu, su-exec or setpriv needed).
 set -eu
 
-results="${LIGHTX2V_RESULTS_DIR:-/workspace/LightX2V/save_results}"
-project=/workspace/host-project
+checkout="${LIGHTX2V_CHECKOUT:-/workspace/LightX2V}"
+results="${LIGHTX2V_RESULTS_DIR:-$checkout/save_results}"
 name=lightx2v
 
 if [ "$(id -u)" != 0 ]; then
@@ -26,15 +25,19 @@ if [ "$(id -u)" != 0 ]; then
     exec "$@"
 fi
 
-mkdir -p "$results"
-owner=$(stat -c %u:%g "$results")
-if [ "$owner" = 0:0 ] && [ -d "$project" ]; then
-    project_owner=$(stat -c %u:%g "$project")
-    if [ "$project_owner" != 0:0 ]; then
-        chown -R "$project_owner" "$results"
-        owner=$project_owner
+owner=0:0
+if [ -d "$results" ]; then
+    owner=$(stat -c %u:%g "$results")
+fi
+if [ "$owner" = 0:0 ] && [ -d "$checkout" ]; then
+    checkout_owner=$(stat -c %u:%g "$checkout")
+    if [ "$checkout_owner" != 0:0 ]; then
+        mkdir -p "$results"
+        chown -R "$checkout_owner" "$results"
+        owner=$checkout_owner
     fi
 fi
+mkdir -p "$results"
 uid=${owner%:*}
 gid=${owner#*:}
 
@@ -56,7 +59,7 @@ for fd in 1 2; do
 done
 export HOME="$home" USER="$name" LOGNAME="$name"
 echo "entrypoint: running as uid $uid gid $gid, the owner of $results" >&2
-exec python3 -c '
+exec python3 -I -c '
 import os, sys
 uid, gid, argv = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
 os.setgroups([])

@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 export TB_PORT="${TB_PORT:-16016}" TRACE_BROWSER_PORT="${TRACE_BROWSER_PORT:-9011}"
 project="${SMOKE_PROJECT:-lightx2v-smoke}"
 service=lightx2v
-exec_capture=(python -m lightx2v.infer --preset tiny --infer_steps 2 --prompt "smoke exec capture")
+exec_capture=(lightx2v-demo --preset tiny --infer_steps 2 --prompt "smoke exec capture")
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok: $*"; }
@@ -109,7 +109,7 @@ ok "trace owned by uid $owner, the checkout's owner"
 has_kernels "$trace" || fail "no CUDA kernel events (\"cat\": \"kernel\") in $trace"
 ok "CUDA kernels in the trace"
 
-tb_pid=$(in_container supervisorctl -c docker/supervisord.conf pid tensorboard)
+tb_pid=$(in_container lightx2v-supervisorctl pid tensorboard)
 touch "$marker"
 t=$(now)
 in_container "${exec_capture[@]}" || fail "compose exec capture failed"
@@ -117,7 +117,7 @@ trace2=$(wait_trace "$marker" 120)
 run2=$(basename "$(dirname "$trace2")")
 wait_listed "$run2"
 ok "compose exec capture listed as run $run2, $(since "$t") s after the command started"
-[ "$(in_container supervisorctl -c docker/supervisord.conf pid tensorboard)" = "$tb_pid" ] \
+[ "$(in_container lightx2v-supervisorctl pid tensorboard)" = "$tb_pid" ] \
     || fail "TensorBoard restarted during the exec capture"
 [ "$(stat -c %u "$trace2")" = "$owner" ] || fail "$trace2 is not owned by uid $owner"
 has_kernels "$trace2" || fail "no CUDA kernel events in $trace2"

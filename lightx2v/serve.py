@@ -1,6 +1,11 @@
 """`python -m lightx2v.serve`: the container's supervisor stack (TensorBoard, one inference run, the trace
 browser) on this machine, in the foreground, without Docker.
 
+For a LightX2V checkout whose inference runs elsewhere (another shell, another container):
+`python -m lightx2v.serve --checkout ~/LightX2V --no-inference` watches `~/LightX2V/save_results`. The viewers
+import this project's `lightx2v` from its source tree, whatever the user's PYTHONPATH or working directory
+brings (LightX2V's package has the same name); the inference command keeps the user's environment.
+
 It runs supervisord with the project's `docker/supervisord.conf` (needs a source checkout or an editable
 install, and the serving extra: `pip install -e '.[serve]'`), sets the environment that file reads, prints
 the URLs, and stops the whole stack on Ctrl-C or SIGTERM. Outside a container it listens on 127.0.0.1 only:
@@ -11,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -67,10 +73,14 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="TensorBoard port (default $TENSORBOARD_PORT or 16006)")
     p.add_argument("--browser-port", type=int, default=int(env.get("TRACE_BROWSER_PORT") or 9001),
                    help="trace browser (Perfetto page) port (default $TRACE_BROWSER_PORT or 9001)")
-    p.add_argument("--logdir", default=resolve_log_dir(),
-                   help="TensorBoard logdir, where captures land (default save_results/torch_profile)")
-    p.add_argument("--results-dir", default=env.get("LIGHTX2V_RESULTS_DIR") or "save_results",
-                   help="folder the trace browser lists (default save_results)")
+    p.add_argument("--checkout", type=Path, default=None,
+                   help="a LightX2V checkout: serve its save_results (logdir save_results/torch_profile)")
+    p.add_argument("--logdir", default=None,
+                   help="TensorBoard logdir, where captures land (default <results-dir>/torch_profile with "
+                        "--checkout or --results-dir, else $LIGHTX2V_TORCH_PROFILE_DIR or save_results/torch_profile)")
+    p.add_argument("--results-dir", default=None,
+                   help="folder the trace browser lists (default <checkout>/save_results, else "
+                        "$LIGHTX2V_RESULTS_DIR or save_results)")
     bind = p.add_mutually_exclusive_group()
     bind.add_argument("--bind-all", action="store_true", help="listen on all interfaces (0.0.0.0)")
     bind.add_argument("--host", default=None, help="listen address (default 127.0.0.1; 0.0.0.0 in a container)")
@@ -79,27 +89,50 @@ def parse_args(argv=None) -> argparse.Namespace:
                    "(default $LIGHTX2V_INFER_CMD, else the embedded tiny Qwen-Image run)")
     p.add_argument("--no-trace-browser", action="store_true", help="do not start the Perfetto page")
     args = p.parse_args(argv)
+    if args.checkout is not None:
+        args.checkout = args.checkout.expanduser()
+        if not args.checkout.is_dir():
+            p.error(f"--checkout {args.checkout}: no such folder")
+        if args.results_dir is None:
+            args.results_dir = str(args.checkout / "save_results")
+    if args.logdir is None:
+        args.logdir = (os.path.join(args.results_dir, "torch_profile") if args.results_dir is not None
+                       else resolve_log_dir())
+    if args.results_dir is None:
+        args.results_dir = env.get("LIGHTX2V_RESULTS_DIR") or "save_results"
     for name in ("port", "browser_port"):
         if not 1 <= getattr(args, name) <= 65535:
             p.error(f"--{name.replace('_', '-')} must be 1-65535, got {getattr(args, name)}")
     return args
 
 
+def write_stack_python(run_dir: str) -> str:
+    """An interpreter command for the viewers that imports this source tree's `lightx2v` first, whatever the
+    working directory (`python -m` puts it first on sys.path) or the user's PYTHONPATH holds."""
+    path = os.path.join(run_dir, "stack-python")
+    root, python = shlex.quote(str(SOURCE_ROOT)), shlex.quote(sys.executable)
+    with open(path, "w") as f:
+        f.write(f"#!/bin/sh\ncd {root} && PYTHONPATH={root} exec {python} \"$@\"\n")
+    os.chmod(path, 0o755)
+    return path
+
+
 def stack_env(args: argparse.Namespace, run_dir: str, environ=os.environ) -> dict[str, str]:
-    """The environment docker/supervisord.conf and its programs read."""
+    """The environment docker/supervisord.conf and its programs read. PYTHONPATH stays the user's: only the
+    viewers (through `stack-python`) and the embedded demo get this source tree on theirs."""
     env = dict(environ)
     host = "0.0.0.0" if args.bind_all else (args.host or ("0.0.0.0" if in_container() else "127.0.0.1"))
     env.update({
         "LIGHTX2V_SUPERVISOR_RUN_DIR": run_dir,
+        "LIGHTX2V_STACK_PYTHON": write_stack_python(run_dir),
         "LIGHTX2V_PYTHON": sys.executable,
+        "LIGHTX2V_DEMO_PYTHONPATH": str(SOURCE_ROOT),
         "LIGHTX2V_BIND_HOST": host,
         "TENSORBOARD_PORT": str(args.port),
         "TRACE_BROWSER_PORT": str(args.browser_port),
         "LIGHTX2V_TORCH_PROFILE_DIR": os.path.abspath(args.logdir),
         "LIGHTX2V_RESULTS_DIR": os.path.abspath(args.results_dir),
         "PYTHONUNBUFFERED": "1",
-        # the programs import lightx2v from this checkout even when it is not installed
-        "PYTHONPATH": os.pathsep.join(p for p in (str(SOURCE_ROOT), environ.get("PYTHONPATH", "")) if p),
     })
     env.setdefault("LIGHTX2V_TENSORBOARD_PORT", str(args.port))  # the port the profiler's hints print
     if args.infer_cmd:

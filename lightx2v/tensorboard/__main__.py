@@ -79,6 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         applied = [name for name, problem in results.items() if problem is None]
         logging.getLogger("lightx2v.tensorboard").info(
             "lightx2v.tensorboard: plugin fixes applied: %s; logdir %s", ", ".join(applied) or "none", logdir)
+        if logdir and "://" not in logdir:  # says once if LightX2V's original profiler module wrote there
+            from lightx2v.profiler_notice import watch_in_background
+
+            watch_in_background(logdir, logging.getLogger("lightx2v.tensorboard").warning)
 
     sys.argv = ["tensorboard", *args]
     tensorboard_main.run_main()  # absl's app.run: exits the process itself

@@ -22,6 +22,7 @@ import urllib.parse
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from lightx2v.profiler_notice import add_banner
 from lightx2v.trace_browser import capture_panel
 from lightx2v.trace_browser.files import Refused, content_type, list_traces, resolve
 from lightx2v.trace_browser.page import file_url, render_index
@@ -74,6 +75,7 @@ class Handler(BaseHTTPRequestHandler):
                                     host=self.headers.get("Host") or "127.0.0.1:9001",
                                     perfetto_ui=self.server.perfetto_ui)
                 page = capture_panel.with_panel(page)
+                page = add_banner(page, self.server.root)  # LightX2V's original profiler module at work?
                 self._send_bytes(page.encode(), "text/html; charset=utf-8", send_body)
             elif path == "/api/traces":
                 listing = [{"path": t.path, "size": t.size, "mtime": t.mtime, "url": file_url(t.path)}

@@ -65,9 +65,11 @@ class Stack:
     browser_port: int
     up_started: float = 0.0  # time.monotonic() at `compose up`
     healthy_at: float = 0.0  # time.monotonic() when `compose up --wait` returned
+    overrides: tuple[Path, ...] = ()  # more compose files, as a user's compose.override.yaml
 
     def compose_cmd(self, *args: str) -> list[str]:
-        files = [self.project / "compose.yaml", self.project / "tests" / "docker_tests" / "compose.ci.yaml"]
+        files = [self.project / "compose.yaml", self.project / "tests" / "docker_tests" / "compose.ci.yaml",
+                 *self.overrides]
         return [
             "docker",
             "compose",
@@ -83,12 +85,12 @@ class Stack:
             raise AssertionError(f"docker compose {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
         return result
 
-    def exec(self, *cmd: str, timeout: float = 300) -> subprocess.CompletedProcess:
-        return self.compose("exec", "-T", SERVICE, *cmd, timeout=timeout)
+    def exec(self, *cmd: str, timeout: float = 300, workdir: str | None = None) -> subprocess.CompletedProcess:
+        return self.compose("exec", "-T", *(["-w", workdir] if workdir else []), SERVICE, *cmd, timeout=timeout)
 
-    def exec_in_background(self, *cmd: str) -> subprocess.Popen:
+    def exec_in_background(self, *cmd: str, workdir: str | None = None) -> subprocess.Popen:
         return subprocess.Popen(
-            self.compose_cmd("exec", "-T", SERVICE, *cmd),
+            self.compose_cmd("exec", "-T", *(["-w", workdir] if workdir else []), SERVICE, *cmd),
             env=self.env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -107,6 +109,10 @@ class Stack:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
             return json.load(response)
 
+    def get_text(self, port: int, path: str) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
+            return response.read().decode()
+
     def runs(self) -> list[str]:
         """Run names the PyTorch Profiler plugin lists, through its HTTP API on loopback."""
         return self.get_json(self.tb_port, "/data/plugin/pytorch_profiler/runs")["runs"]
@@ -116,11 +122,28 @@ class Stack:
         return result.stdout + result.stderr
 
 
-def stack_env(engine: Engine, image_tag: str, tb_port: int, browser_port: int) -> dict[str, str]:
+def stack_env(engine: Engine, image_tag: str, tb_port: int, browser_port: int, **settings: str) -> dict[str, str]:
+    """The shell environment of `docker compose`: the test's image and ports, plus user settings such as
+    LIGHTX2V_PATH and LIGHTX2V_INFER_CMD (none inherited from the test's own environment)."""
     env = {k: v for k, v in engine.env.items() if not k.startswith(("LIGHTX2V_", "TB_", "TRACE_BROWSER_"))}
     env.update(
         LIGHTX2V_TEST_IMAGE=image_tag,
         TB_PORT=str(tb_port),
         TRACE_BROWSER_PORT=str(browser_port),
+        **settings,
     )
     return env
+
+
+def start_stack(engine: Engine, image_tag: str, project: Path, name: str, overrides: tuple[Path, ...] = (),
+                **settings: str) -> Stack:
+    """`docker compose up --detach --wait` of compose.yaml (+ the CI override, + `overrides`) on free ports."""
+    tb_port, browser_port = free_port(), free_port()
+    stack = Stack(engine=engine, project=project, name=name,
+                  env=stack_env(engine, image_tag, tb_port, browser_port, **settings),
+                  tb_port=tb_port, browser_port=browser_port, overrides=overrides)
+    stack.up_started = time.monotonic()
+    result = stack.compose("up", "--detach", "--wait", "--wait-timeout", "120", check=False)
+    stack.healthy_at = time.monotonic()
+    assert result.returncode == 0, f"compose up failed:\n{result.stderr}\n{stack.logs()}"
+    return stack

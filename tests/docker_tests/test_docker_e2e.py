@@ -6,86 +6,31 @@ engine.py); the stand-in base replaces the CUDA PyTorch image that cannot be pul
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
 import subprocess
 import time
-import urllib.error
-from pathlib import Path
 
 import pytest
 
-from .stack import OWNER_GID, OWNER_UID, TIMINGS, Stack, free_port, stack_env
+from .stack import OWNER_GID, OWNER_UID, TIMINGS, start_stack
+from .traces import land_then_list, load_trace, owner_report, owners, owners_paths, traces
 
 # First test pays for the session fixtures: stand-in base (~2.5 min on a fresh machine) + two builds.
 pytestmark = pytest.mark.timeout(1200)
 
-RESULTS = "/workspace/LightX2V/save_results"
-# A second capture through `docker compose exec`, while the stack runs.
-EXEC_CAPTURE = ["python", "-m", "lightx2v.infer", "--preset", "tiny", "--infer_steps", "2", "--prompt", "exec"]
-TRACE_GLOB = "torch_profile/*/*.pt.trace.json*"
-
-
-def traces(results: Path) -> set[Path]:
-    """Trace files under the results folder: what the plugin reads (not the summaries written beside them,
-    not the profiler's hidden temporary names)."""
-    return {
-        p
-        for p in results.glob(TRACE_GLOB)
-        if p.name.endswith((".pt.trace.json", ".pt.trace.json.gz")) and not p.name.startswith(".")
-    }
-
-
-def wait_for(what: str, predicate, timeout: float, interval: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
-def listed_runs(stack: Stack) -> list[str]:
-    try:
-        return stack.runs()
-    except (OSError, urllib.error.URLError):
-        return []
-
-
-def land_then_list(stack: Stack, results: Path, known: set[Path], timeout: float) -> tuple[Path, float, float]:
-    """Wait for a new trace file under the host's results folder, then for its run in TensorBoard.
-    Returns the trace and the monotonic times it landed and was listed."""
-    trace = wait_for(
-        "a new trace in " + str(results / TRACE_GLOB),
-        lambda: next(iter(traces(results) - known), None),
-        timeout,
-    )
-    landed = time.monotonic()
-    run = trace.parent.relative_to(results / "torch_profile").as_posix()
-    wait_for(f"run {run} listed by /runs", lambda: run in listed_runs(stack), 60)
-    return trace, landed, time.monotonic()
-
-
-def owners_paths(root: Path) -> list[Path]:
-    return [root, *root.rglob("*")]
-
-
-def owners(root: Path) -> set[tuple[int, int]]:
-    return {(p.lstat().st_uid, p.lstat().st_gid) for p in owners_paths(root)}
-
-
-def load_trace(path: Path) -> dict:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as f:
-        return json.load(f)
+CHECKOUT = "/workspace/LightX2V"
+RESULTS = f"{CHECKOUT}/save_results"
+# A second capture through `docker compose exec`, while the stack runs: the image's demo command.
+EXEC_CAPTURE = ["lightx2v-demo", "--preset", "tiny", "--infer_steps", "2", "--prompt", "exec"]
+# What the base image's python3 has installed, read with that interpreter, isolated from the working directory.
+BASE_DISTRIBUTIONS = ("import importlib.metadata as m, importlib.util;"
+                      "print(sorted(d.metadata['Name'] for d in m.distributions()), importlib.util.find_spec('lightx2v'))")
 
 
 def test_rebuild_after_a_code_change_reuses_the_dependency_layer(image):
     _, steps = image
-    install = [cached for step, cached in steps.items() if "pip install" in step]
-    source = [cached for step, cached in steps.items() if step.startswith("COPY . .")]
+    install = [cached for step, cached in steps.items() if "install-stack.sh dependencies" in step]
+    source = [cached for step, cached in steps.items() if step.startswith("COPY . ")]
     assert install == [True], steps
     assert source == [False], steps
 
@@ -103,31 +48,46 @@ def test_torch_comes_from_the_base_image_untouched(docker_engine, standin_base, 
     assert torch_record(image[0]) == torch_record(standin_base)
 
 
+def test_the_base_interpreter_gains_nothing(docker_engine, standin_base, image):
+    """The stack lives in its own venv: the base python3 has the same distributions as before and no
+    `lightx2v` of ours to shadow (or be shadowed by) the user's; the stack's interpreter has no torch."""
+
+    def base(tag: str) -> str:
+        return docker_engine.run("run", "--rm", "--network", "none", "--entrypoint", "python3", tag,
+                                 "-I", "-c", BASE_DISTRIBUTIONS).stdout
+
+    assert base(image[0]) == base(standin_base)
+    assert base(image[0]).rstrip().endswith("None")
+    stack = docker_engine.run("run", "--rm", "--network", "none", "--entrypoint", "lightx2v-stack-python", image[0],
+                              "-c", "import importlib.util, lightx2v; print(importlib.util.find_spec('torch'), "
+                              "lightx2v.__file__)").stdout.split()
+    assert stack[0] == "None" and stack[1].startswith("/opt/lightx2v-profiling/venv/"), stack
+
+
 @pytest.mark.parametrize(
-    "results_owner, project_owner, expected",
+    "results_owner, checkout_owner, expected",
     [
-        ((4321, 4322), (OWNER_UID, OWNER_GID), (4321, 4322)),  # the mounted folder's owner wins
-        (None, (OWNER_UID, OWNER_GID), (OWNER_UID, OWNER_GID)),  # Docker creates it root-owned: project owner
+        ((4321, 4322), (OWNER_UID, OWNER_GID), (4321, 4322)),  # the results folder's owner wins
+        (None, (OWNER_UID, OWNER_GID), (OWNER_UID, OWNER_GID)),  # no save_results yet: the checkout's owner
         ((0, 0), (OWNER_UID, OWNER_GID), (OWNER_UID, OWNER_GID)),  # root leftovers are handed over too
         ((0, 0), (0, 0), (0, 0)),  # rootless Docker: the host user is root inside
     ],
-    ids=["folder-owner", "created-by-docker", "root-leftovers", "all-root"],
+    ids=["folder-owner", "no-results-yet", "root-leftovers", "all-root"],
 )
-def test_entrypoint_runs_as_the_owner_of_the_results_folder(
-    docker_engine, image, tmp_path, results_owner, project_owner, expected
+def test_entrypoint_runs_as_the_owner_of_the_checkout(
+    docker_engine, image, tmp_path, results_owner, checkout_owner, expected
 ):
-    project = tmp_path / "project"
-    project.mkdir()
-    os.chown(project, *project_owner)
-    results = project / "save_results"
+    checkout = tmp_path / "LightX2V"
+    checkout.mkdir()
+    os.chown(checkout, *checkout_owner)
+    results = checkout / "save_results"
     if results_owner is not None:
         (results / "torch_profile").mkdir(parents=True)
         (results / "torch_profile" / "old.pt.trace.json").write_text("{}")
         for path in owners_paths(results):
             os.chown(path, *results_owner)
     out = docker_engine.run(
-        "run", "--rm", "--network", "none",
-        "-v", f"{results}:{RESULTS}", "-v", f"{project}:/workspace/host-project:ro",
+        "run", "--rm", "--network", "none", "-v", f"{checkout}:{CHECKOUT}",
         image[0], "sh", "-c", f"id -u; id -g; mkdir -p {RESULTS}/new && touch {RESULTS}/new/file",
     ).stdout.split()  # fmt: skip
     assert (int(out[0]), int(out[1])) == expected
@@ -136,20 +96,8 @@ def test_entrypoint_runs_as_the_owner_of_the_results_folder(
 
 @pytest.fixture(scope="module")
 def stack(docker_engine, image, project):
-    tag, _ = image
-    tb_port, browser_port = free_port(), free_port()
-    stack = Stack(
-        engine=docker_engine,
-        project=project,
-        name=f"lx2v-test-{os.getpid()}",
-        env=stack_env(docker_engine, tag, tb_port, browser_port),
-        tb_port=tb_port,
-        browser_port=browser_port,
-    )
-    stack.up_started = time.monotonic()
-    result = stack.compose("up", "--detach", "--wait", "--wait-timeout", "120", check=False)
-    stack.healthy_at = time.monotonic()
-    assert result.returncode == 0, f"compose up failed:\n{result.stderr}\n{stack.logs()}"
+    """compose.yaml with nothing set: this project is the checkout, the embedded demo runs at start."""
+    stack = start_stack(docker_engine, image[0], project, f"lx2v-test-{os.getpid()}")
     TIMINGS["compose up -> healthy"] = f"{stack.healthy_at - stack.up_started:.1f} s"
     yield stack
     if stack.container_ids():
@@ -173,9 +121,7 @@ def test_default_inference_trace_reaches_the_host_owned_by_the_user(stack):
     TIMINGS["compose up -> default inference's run listed"] = f"{listed - stack.up_started:.1f} s"
     if landed > stack.healthy_at:  # otherwise the wait includes TensorBoard's own start
         TIMINGS["default inference: trace landed -> listed"] = f"{listed - landed:.1f} s"
-    assert owners(results) == {(OWNER_UID, OWNER_GID)}, sorted(
-        (str(p), p.lstat().st_uid) for p in owners_paths(results)
-    )
+    assert owners(results) == {(OWNER_UID, OWNER_GID)}, owner_report(results)
     assert load_trace(trace)["traceEvents"]
     # The trace browser (the second viewer) lists it too, on its published port.
     listed_by_browser = [t["path"] for t in stack.get_json(stack.browser_port, "/api/traces")]
@@ -185,7 +131,7 @@ def test_default_inference_trace_reaches_the_host_owned_by_the_user(stack):
 def test_exec_capture_appears_without_restart(stack):
     results = stack.project / "save_results"
     known = traces(results)
-    tensorboard_pid = ["supervisorctl", "-c", "docker/supervisord.conf", "pid", "tensorboard"]
+    tensorboard_pid = ["lightx2v-supervisorctl", "pid", "tensorboard"]
     before = stack.exec(*tensorboard_pid).stdout.strip()
     started_at = stack.inspect()["State"]["StartedAt"]
     exec_started = time.monotonic()

@@ -20,7 +20,8 @@ COMPOSE = REPO_ROOT / "compose.yaml"
 CI_OVERRIDE = REPO_ROOT / "tests" / "docker_tests" / "compose.ci.yaml"
 DOCKERFILE = REPO_ROOT / "Dockerfile"
 SUPERVISORD_CONF = REPO_ROOT / "docker" / "supervisord.conf"
-SHELL_SCRIPTS = [REPO_ROOT / "docker" / "entrypoint.sh", REPO_ROOT / "docker" / "smoke-gpu.sh"]
+SHELL_SCRIPTS = [REPO_ROOT / "docker" / name
+                 for name in ("entrypoint.sh", "smoke-gpu.sh", "inference.sh", "install-stack.sh", "stack-command")]
 
 
 def run(*cmd: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -89,15 +90,18 @@ def test_compose_passes_the_users_inference_command_through():
     assert service["environment"]["LIGHTX2V_INFER_CMD"] == "python my_infer.py --steps 2"
 
 
-def test_compose_reserves_all_gpus_and_mounts_results():
+def test_compose_reserves_all_gpus_and_mounts_the_checkout():
     service = compose_config(COMPOSE)
     (device,) = service["deploy"]["resources"]["reservations"]["devices"]
     assert device["driver"] == "nvidia" and device["count"] == -1 and device["capabilities"] == ["gpu"]
     assert service["ipc"] == "host"
-    mounts = {v["target"]: v for v in service["volumes"]}
-    results = mounts["/workspace/LightX2V/save_results"]
-    assert results["type"] == "bind" and results["source"] == str(REPO_ROOT / "save_results")
-    assert mounts["/workspace/host-project"]["read_only"] is True
+    # Nothing set: this project is the checkout (its demo runs); traces in ./save_results as before.
+    (mount,) = service["volumes"]
+    assert (mount["type"], mount["source"], mount["target"]) == ("bind", str(REPO_ROOT), "/workspace/LightX2V")
+    assert not mount.get("read_only")
+    # LIGHTX2V_PATH: the user's checkout, where LightX2V's scripts and guide expect it.
+    (mount,) = compose_config(COMPOSE, LIGHTX2V_PATH="/home/u/LightX2V")["volumes"]
+    assert (mount["source"], mount["target"]) == ("/home/u/LightX2V", "/workspace/LightX2V")
 
 
 def supervisor_stop_timeouts() -> dict[str, float]:
@@ -118,6 +122,14 @@ def test_stop_grace_period_outlasts_supervisors_stop_timeout():
     assert timeouts, f"no [program:...] sections in {SUPERVISORD_CONF}"
     # supervisord stops programs one after another, each within its stopwaitsecs.
     assert seconds > sum(timeouts.values()), (grace, timeouts)
+
+
+def test_the_image_never_sets_pythonpath_or_puts_its_commands_first():
+    """The user's Python must stay the user's: no PYTHONPATH from the image, and the stack's commands come after
+    the base's PATH (they are named lightx2v-*, and no `python` of ours is among them)."""
+    text = DOCKERFILE.read_text()
+    assert "PYTHONPATH=" not in re.sub(r"LIGHTX2V_\w*PYTHONPATH=", "", text)
+    assert re.search(r"^\s*PATH=\$\{PATH\}:/opt/lightx2v-profiling/bin\s*$", text, flags=re.MULTILINE)
 
 
 def test_dockerfile_sets_a_default_for_every_variable_supervisord_reads():

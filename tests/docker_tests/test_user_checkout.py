@@ -1,0 +1,238 @@
+"""The user's own LightX2V checkout in the container, as LightX2V users work (real engine, stand-in base).
+
+Each stack mounts a stand-in checkout (tests/docker_tests/checkout.py: its own `lightx2v` package, a runner
+with a new profiling context at every step, LightX2V-style scripts) through `LIGHTX2V_PATH`. The first runs the
+script as the start command, then through `exec` from /tmp, then from a second checkout mounted at
+/data/LightX2V; the second is used interactively (`up` with no command, a shell through `exec`) with LightX2V's
+original module, which the stack explains and `lightx2v-install-profiler` replaces. Each checks what the user sees: the run listed by TensorBoard's `/runs` within 10 s of its file landing (the stock plugin
+rescans every 10 s; the stack's fix every second), files owned by the checkout's owner, a clean `down`.
+Timings go to the "docker timings" summary.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from lightx2v.utils.torch_trace_profiler import TENSORBOARD_TRACE_RE
+
+from .checkout import STEPS, write_checkout
+from .stack import OWNER_GID, OWNER_UID, REPO_ROOT, TIMINGS, start_stack
+from .traces import STRAIGHT_GLOB, land_then_list, owner_report, owners, traces, wait_for
+
+pytestmark = pytest.mark.timeout(1200)
+
+IN_CONTAINER = "/workspace/LightX2V"
+ELSEWHERE = "/data/LightX2V"
+SCRIPT = "scripts/qwen_image/qwen_image_t2i_standin.sh"
+MODULE = "lightx2v/utils/torch_trace_profiler.py"
+LISTED_WITHIN_S = 10.0
+OWNER = (OWNER_UID, OWNER_GID)
+NOTICE = "LightX2V's original profiler module"
+
+
+def record(case: str, started: float, landed: float, listed: float) -> None:
+    TIMINGS[f"{case}: start -> listed"] = f"{listed - started:.1f} s"
+    TIMINGS[f"{case}: landed -> listed"] = f"{listed - landed:.1f} s"
+
+
+def down_cleanly(stack) -> None:
+    (cid,) = stack.container_ids()
+    waiter = subprocess.Popen(["docker", "wait", cid], env=stack.engine.env, stdout=subprocess.PIPE, text=True)
+    stack.compose("down")
+    assert waiter.communicate(timeout=60)[0].strip() == "0"
+    assert stack.container_ids() == []
+
+
+def git(checkout: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "safe.directory=*", "-C", str(checkout), *args], check=True,
+                          capture_output=True, text=True).stdout
+
+
+@pytest.fixture(scope="module")
+def user(docker_engine, image, project, tmp_path_factory):
+    """A checkout with the fixed module at /workspace/LightX2V, its script as the start command; a second
+    checkout mounted at /data/LightX2V by a compose.override.yaml, as users mount theirs elsewhere."""
+    base = tmp_path_factory.mktemp("user-checkout")
+    checkout = write_checkout(base / "LightX2V", IN_CONTAINER, "fixed", *OWNER)
+    elsewhere = write_checkout(base / "other" / "LightX2V", ELSEWHERE, "fixed", *OWNER)
+    override = base / "compose.override.yaml"
+    override.write_text(f"services:\n  lightx2v:\n    volumes:\n      - {elsewhere}:{ELSEWHERE}\n")
+    stack = start_stack(docker_engine, image[0], project, f"lx2v-user-{os.getpid()}", overrides=(override,),
+                        LIGHTX2V_PATH=str(checkout), LIGHTX2V_INFER_CMD=f"bash {SCRIPT}")
+    yield stack, checkout, elsewhere
+    if stack.container_ids():
+        print(stack.logs())
+        stack.compose("down", check=False)
+
+
+def test_start_command_runs_the_users_script_on_their_checkout(user):
+    stack, checkout, _ = user
+    results = checkout / "save_results"
+    trace, landed, listed = land_then_list(stack, results, set(), timeout=240)
+    record("user checkout, start command", stack.up_started, landed, listed)
+    assert listed - landed < LISTED_WITHIN_S
+    wait_for("the script's result file", lambda: (results / "standin_t2i.txt").is_file(), 120)
+    logs = stack.logs()
+    assert f"stand-in LightX2V: {IN_CONTAINER}/lightx2v/__init__.py from cwd {IN_CONTAINER}" in logs, logs
+    # The fixed module: one capture per process, in its own run directory, although every step made a context.
+    assert len(traces(results)) == 1 and trace.parent.parent == results / "torch_profile"
+    assert owners(results) == {OWNER}, owner_report(results)
+
+
+def test_the_stack_ignores_the_users_lightx2v_package(user):
+    """With the user's PYTHONPATH and their checkout as cwd, `python` finds their package, and the stack's
+    commands still run the stack's."""
+    stack, _, _ = user
+    shadowing = "export PYTHONPATH=/workspace/LightX2V; cd /workspace/LightX2V; "
+    theirs = stack.exec("sh", "-c", shadowing + "python3 -c 'import lightx2v; print(lightx2v.CHECKOUT_MARKER)'")
+    assert theirs.stdout.strip() == "user"
+    summary = stack.exec("sh", "-c", shadowing + "lightx2v-trace-summary save_results/torch_profile")
+    assert "ProfilerStep" in summary.stdout, summary.stdout + summary.stderr
+    status = stack.exec("sh", "-c", shadowing + "lightx2v-supervisorctl status tensorboard").stdout
+    assert "tensorboard" in status and "RUNNING" in status, status
+
+
+def test_a_second_run_through_exec_from_another_directory(user):
+    stack, checkout, _ = user
+    results = checkout / "save_results"
+    known = traces(results)
+    before = stack.exec("lightx2v-supervisorctl", "pid", "tensorboard").stdout.strip()
+    started = time.monotonic()
+    run = stack.exec_in_background("bash", f"{IN_CONTAINER}/{SCRIPT}", workdir="/tmp")
+    try:
+        trace, landed, listed = land_then_list(stack, results, known, timeout=240)
+    finally:
+        output = run.communicate(timeout=240)[0]
+    assert run.returncode == 0, output
+    record("user checkout, exec from /tmp", started, landed, listed)
+    assert listed - landed < LISTED_WITHIN_S
+    assert "from cwd /tmp" in output
+    assert owners(trace.parent) == {OWNER}
+    assert stack.exec("lightx2v-supervisorctl", "pid", "tensorboard").stdout.strip() == before
+
+
+def test_a_checkout_mounted_elsewhere_with_its_own_script(user):
+    """LightX2V users often mount their checkout at another path and `docker exec -w` into it: the image's
+    LIGHTX2V_TORCH_PROFILE_DIR still sends the capture to the logdir TensorBoard watches."""
+    stack, checkout, elsewhere = user
+    results = checkout / "save_results"
+    known = traces(results)
+    started = time.monotonic()
+    run = stack.exec_in_background("bash", SCRIPT, workdir=ELSEWHERE)
+    try:
+        trace, landed, listed = land_then_list(stack, results, known, timeout=240)
+    finally:
+        output = run.communicate(timeout=240)[0]
+    assert run.returncode == 0, output
+    record("checkout at /data/LightX2V, exec", started, landed, listed)
+    assert listed - landed < LISTED_WITHIN_S
+    assert f"stand-in LightX2V: {ELSEWHERE}/lightx2v/__init__.py" in output
+    assert not traces(elsewhere / "save_results") and not traces(elsewhere / "save_results", STRAIGHT_GLOB)
+    assert owners(trace.parent) == {OWNER}
+    assert owners(elsewhere / "save_results") == {OWNER}, owner_report(elsewhere / "save_results")
+
+
+def test_user_stack_goes_down_cleanly(user):
+    down_cleanly(user[0])
+
+
+@pytest.fixture(scope="module")
+def original(docker_engine, image, project, tmp_path_factory):
+    """Interactive, as LightX2V users work: `up -d` with no start command, then a shell through `exec`; the
+    checkout (a git repository) still has LightX2V's original profiler module."""
+    checkout = write_checkout(tmp_path_factory.mktemp("original") / "LightX2V", IN_CONTAINER, "original", *OWNER,
+                              git=True)
+    stack = start_stack(docker_engine, image[0], project, f"lx2v-orig-{os.getpid()}", LIGHTX2V_PATH=str(checkout))
+    yield stack, checkout
+    if stack.container_ids():
+        print(stack.logs())
+        stack.compose("down", check=False)
+
+
+def test_interactive_shell_run_of_the_original_module_is_listed(original):
+    """Nothing runs at start; in `docker compose exec lightx2v bash` the user types the script. Its module
+    writes one file per step straight in the logdir: listed as one run, each new file loaded into it."""
+    stack, checkout = original
+    results = checkout / "save_results"
+    assert "inference: nothing at start" in wait_for(
+        "the inference program's message", lambda: "inference: nothing at start" in (t := stack.logs()) and t, 60)
+    assert not traces(results) and not traces(results, STRAIGHT_GLOB)
+    started = time.monotonic()
+    shell = subprocess.Popen(stack.compose_cmd("exec", "-T", "lightx2v", "bash"), env=stack.env, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    shell.stdin.write(f"pwd\nbash {SCRIPT}\nexit\n")
+    shell.stdin.close()
+    try:
+        trace, landed, listed = land_then_list(stack, results, set(), timeout=240, pattern=STRAIGHT_GLOB)
+    finally:
+        output = shell.stdout.read()  # stdin is closed already, so no communicate(); EOF when the shell exits
+        shell.wait(timeout=240)
+    assert shell.returncode == 0, output
+    assert IN_CONTAINER in output.splitlines(), output  # `exec` starts the shell in the checkout
+    record("original module, interactive shell", started, landed, listed)
+    assert listed - landed < LISTED_WITHIN_S
+    files = wait_for(f"{STEPS} traces (one per step)",
+                     lambda: len(traces(results, STRAIGHT_GLOB)) == STEPS and traces(results, STRAIGHT_GLOB), 240)
+    worker = TENSORBOARD_TRACE_RE.match(trace.name).group(1)
+    spans = f"/data/plugin/pytorch_profiler/spans?run=torch_profile&worker={urllib.parse.quote(worker)}"
+    wait_for(f"{STEPS} spans of worker {worker}", lambda: len(_json_or_empty(stack, spans) or []) == STEPS, 60)
+    # The files landed while the first one was being listed: time the last one from its own mtime (the
+    # container shares the host's clock).
+    loaded_after = time.time() - max(f.stat().st_mtime for f in files)
+    TIMINGS[f"original module: last of {STEPS} files landed -> loaded into the run"] = f"{loaded_after:.1f} s"
+    assert loaded_after < LISTED_WITHIN_S
+    assert {f.parent for f in files} == {results / "torch_profile"}
+    assert owners(results) == {OWNER}, owner_report(results)
+
+
+def _json_or_empty(stack, path: str):
+    try:
+        return stack.get_json(stack.tb_port, path)
+    except OSError:
+        return []
+
+
+def test_original_module_is_explained_once_in_the_log_and_on_the_page(original):
+    stack, checkout = original
+    fix = f"lightx2v-install-profiler {IN_CONTAINER}"
+    logs = wait_for("the notice in the log", lambda: NOTICE in (text := stack.logs()) and text, 60)
+    assert logs.count(NOTICE) == 1 and fix in logs, logs
+    page = stack.get_text(stack.browser_port, "/")
+    assert "id=profiler-notice" in page and NOTICE.replace("'", "&#x27;") in page and fix in page
+
+
+def test_the_fixed_module_goes_in_with_one_command_and_out_with_git(original):
+    stack, checkout = original
+    installed = stack.exec("lightx2v-install-profiler", IN_CONTAINER)
+    assert f"undo: git -C {IN_CONTAINER} checkout -- {MODULE}" in installed.stdout
+    target = checkout / MODULE
+    assert target.read_bytes() == (REPO_ROOT / MODULE).read_bytes()
+    assert (target.stat().st_uid, target.stat().st_gid) == OWNER
+    changed = [line for line in git(checkout, "status", "--porcelain").splitlines() if "save_results" not in line]
+    assert changed == [f" M {MODULE}"]
+
+    results = checkout / "save_results"
+    known = traces(results)
+    started = time.monotonic()
+    run = stack.exec_in_background("bash", f"{IN_CONTAINER}/{SCRIPT}", workdir="/tmp")
+    try:
+        trace, landed, listed = land_then_list(stack, results, known, timeout=240)
+    finally:
+        output = run.communicate(timeout=240)[0]
+    assert run.returncode == 0, output
+    record("after lightx2v-install-profiler, exec from /tmp", started, landed, listed)
+    assert listed - landed < LISTED_WITHIN_S
+    assert len(traces(results)) == 1  # once per process, in its own run directory
+
+    git(checkout, "checkout", "--", MODULE)
+    assert git(checkout, "status", "--porcelain", "--", "lightx2v") == ""
+
+
+def test_original_stack_goes_down_cleanly(original):
+    down_cleanly(original[0])

@@ -1,0 +1,118 @@
+"""Recognizing LightX2V's original profiler module by what it leaves in the logdir, and installing the fix.
+
+Real files from real captures: the original layout comes from `torch.profiler.tensorboard_trace_handler`
+writing straight into the logdir (what LightX2V's module does at every step), the fixed layout from this
+project's module.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO_ROOT, subprocess_env
+
+from lightx2v.profiler_notice import add_banner, find_original_traces, notice_text, watch_in_background
+
+FIXED = REPO_ROOT / "lightx2v" / "utils" / "torch_trace_profiler.py"
+
+
+def handler_capture(logdir, steps: int = 2) -> None:
+    """What LightX2V's original module does at `steps` steps: a bare handler capture each time."""
+    import torch
+    import torch.profiler as tp
+
+    for _ in range(steps):
+        with tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=0, warmup=0, active=1, repeat=1),
+                        on_trace_ready=tp.tensorboard_trace_handler(str(logdir))) as prof:
+            torch.ones(4) @ torch.ones(4)
+            prof.step()
+
+
+def checkout(root):
+    (root / "lightx2v" / "utils").mkdir(parents=True)
+    (root / "lightx2v" / "__init__.py").write_text("")
+    (root / "lightx2v" / "utils" / "torch_trace_profiler.py").write_text("# original\n")
+    return root
+
+
+def test_traces_straight_in_the_logdir_are_the_original_module(tmp_path):
+    logdir = checkout(tmp_path / "LightX2V") / "save_results" / "torch_profile"
+    handler_capture(logdir)
+    finding = find_original_traces(str(logdir))
+    assert finding.files == 2 and finding.checkout == str(tmp_path / "LightX2V")
+    text = notice_text(finding)
+    assert "LightX2V's original profiler module" in text and str(logdir) in text
+    assert f"git -C {tmp_path / 'LightX2V'} checkout -- lightx2v/utils/torch_trace_profiler.py" in text
+    # not in the image, so no lightx2v-install-profiler on PATH: the exact cp of this project's module
+    assert text.splitlines()[-1].strip() == f"cp {FIXED} {tmp_path / 'LightX2V'}/lightx2v/utils/torch_trace_profiler.py"
+
+
+def test_many_captures_of_one_process_in_one_folder(tmp_path):
+    handler_capture(tmp_path / "myrun", steps=3)
+    finding = find_original_traces(str(tmp_path))
+    assert finding.files == 3 and finding.example.startswith("myrun/") and finding.checkout is None
+    assert "<your LightX2V checkout>" in notice_text(finding)
+
+
+def test_the_fixed_layout_and_hidden_files_say_nothing(tmp_path, fresh_profiler_session):
+    from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext
+
+    with TorchTraceProfileContext("fixed") as profile:
+        profile.run(lambda: None)
+    logdir = tmp_path / "save_results" / "torch_profile"
+    (logdir / ".half.pt.trace.json").write_text("{")
+    handler_capture(logdir / "one_capture", steps=1)  # a single bare-handler capture is not the pattern
+    assert len(list(logdir.glob("*/*.pt.trace.json"))) == 2
+    assert find_original_traces(str(logdir)) is None
+    assert find_original_traces(str(tmp_path / "missing")) is None
+
+
+def test_banner_goes_at_the_top_of_the_page_only_when_needed(tmp_path, monkeypatch):
+    monkeypatch.delenv("LIGHTX2V_TORCH_PROFILE_DIR", raising=False)
+    page = "<html><body>\n<h1>Traces</h1></body></html>"
+    assert add_banner(page, str(tmp_path)) == page
+    handler_capture(tmp_path / "torch_profile", steps=1)
+    banner = add_banner(page, str(tmp_path))
+    assert banner.index("id=profiler-notice") < banner.index("<h1>") and "<pre>cp " in banner
+
+
+def test_the_watcher_logs_once(tmp_path):
+    messages = []
+    thread = watch_in_background(str(tmp_path), messages.append, interval=0.05)
+    handler_capture(tmp_path, steps=2)
+    thread.join(timeout=30)
+    assert not thread.is_alive() and len(messages) == 1 and messages[0].startswith("[lightx2v] ")
+
+
+def install(*args: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lightx2v.install_profiler", *args], cwd=cwd, env=subprocess_env(),
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_install_puts_the_fixed_module_in_and_nothing_else(tmp_path):
+    root = checkout(tmp_path / "LightX2V")
+    target = root / "lightx2v" / "utils" / "torch_trace_profiler.py"
+    os.chmod(target, 0o640)
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and p != target}
+    result = install(str(root), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "undo: git -C" in result.stdout
+    assert target.read_bytes() == FIXED.read_bytes()
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and p != target} == before
+    again = install(str(root), cwd=tmp_path)
+    assert again.returncode == 0 and "already is the fixed module" in again.stdout
+
+
+@pytest.mark.parametrize("layout", ["empty", "no-utils"])
+def test_install_refuses_what_is_not_a_checkout(tmp_path, layout):
+    (tmp_path / "x").mkdir()
+    if layout == "no-utils":
+        (tmp_path / "x" / "lightx2v").mkdir()
+    result = install(str(tmp_path / "x"), cwd=tmp_path)
+    assert result.returncode == 2 and "LightX2V checkout" in result.stderr and "Traceback" not in result.stderr
+

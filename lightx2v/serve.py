@@ -88,6 +88,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--infer-cmd", default=None, help="your own inference command instead of the default "
                    "(default $LIGHTX2V_INFER_CMD, else the embedded tiny Qwen-Image run)")
     p.add_argument("--no-trace-browser", action="store_true", help="do not start the Perfetto page")
+    p.add_argument("--no-assets-install", action="store_true",
+                   help="do not install the offline Timeline's polyfill when it is missing (see lightx2v.assets)")
     args = p.parse_args(argv)
     if args.checkout is not None:
         args.checkout = args.checkout.expanduser()
@@ -177,6 +179,7 @@ def main(argv=None) -> int:
                   file=sys.stderr)
             return 2
     os.makedirs(env["LIGHTX2V_TORCH_PROFILE_DIR"], exist_ok=True)
+    timeline_ready = args.no_trace_browser or ensure_offline_assets(install=not args.no_assets_install)
 
     print(f"serve: starting supervisord with {conf}", flush=True)
     supervisord = subprocess.Popen([sys.executable, "-m", "supervisor.supervisord", "-n", "-c", str(conf)],
@@ -194,7 +197,7 @@ def main(argv=None) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, stop)
 
-    print(_banner(args, env, conf), flush=True)
+    print(_banner(args, env, conf, timeline_ready), flush=True)
     announced, started = False, time.monotonic()
     try:
         while supervisord.poll() is None:
@@ -211,13 +214,38 @@ def main(argv=None) -> int:
     return code if code >= 0 else 1
 
 
-def _banner(args, env, conf) -> str:
+def ensure_offline_assets(install: bool = True, timeout: float = 90) -> bool:
+    """Whether the offline Timeline's files are installed, installing them first when missing (the views are on
+    by default). A failed install (no registry reachable) is one warning; the stack starts anyway."""
+    from lightx2v.assets import ASSETS, INSTALL_COMMAND, assets_dir, find
+
+    if all(find(asset) for asset in ASSETS):
+        return True
+    if not install:
+        return False
+    from lightx2v.assets.install import InstallError, install as install_assets
+
+    print(f"serve: installing the offline views' browser files into {assets_dir()} ({INSTALL_COMMAND}) ...",
+          flush=True)
+    try:
+        install_assets(ASSETS, assets_dir(), timeout=timeout, log=lambda line: print(f"serve: {line}", flush=True))
+        return True
+    except (InstallError, OSError) as exc:
+        print(f"serve: warning: the offline Timeline stays off: {exc}. The Overview works; add the Timeline later "
+              f"with `{INSTALL_COMMAND}`.", file=sys.stderr, flush=True)
+        return False
+
+
+def _banner(args, env, conf, timeline_ready: bool = True) -> str:
     tb, browser = args.port, args.browser_port
     lines = [
         f"  TensorBoard     http://127.0.0.1:{tb}/#pytorch_profiler   (logdir {env['LIGHTX2V_TORCH_PROFILE_DIR']})",
     ]
     if not args.no_trace_browser:
         lines.append(f"  Trace browser   http://127.0.0.1:{browser}/   (lists {env['LIGHTX2V_RESULTS_DIR']})")
+        lines.append("  Offline views   " + ("Timeline + Overview of every trace on that page, no internet needed in "
+                                          "the browser" if timeline_ready else
+                                          "Overview only; Timeline: python -m lightx2v.assets install"))
     forward = f"-L {tb}:127.0.0.1:{tb}" + ("" if args.no_trace_browser else f" -L {browser}:127.0.0.1:{browser}")
     lines += [
         f"  Listening on    {env['LIGHTX2V_BIND_HOST']}"

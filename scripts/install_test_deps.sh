@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what the test suite drives for real: the project with its serving stack and test tools (pip), and
-# headless Chromium plus a Docker engine with debootstrap (Debian/Ubuntu packages, needs root).
+# Installs what the test suite drives for real: the project with its serving stack and test tools (pip), the
+# offline views' browser files (npm, by package name), and headless Chromium plus a Docker engine with
+# debootstrap (Debian/Ubuntu packages, needs root).
 # Idempotent; safe to re-run. Torch itself is not installed here: bring your own build (CPU or CUDA).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,3 +22,5 @@ if ((${#missing[@]})); then
 fi
 
 python3 -m pip install -q -e '.[serve,test]'
+# the offline views' browser files (npm package, pinned, verified; never committed): see lightx2v/assets
+python3 -m lightx2v.assets install

@@ -285,6 +285,8 @@ def _apply_stack_route() -> None:
     plugin.TorchProfilerPlugin.operation_stack_route = operation_stack_route
 
 
+from lightx2v.tensorboard import offline  # noqa: E402  (its fixes use the helpers above)
+
 FIXES: tuple[Fix, ...] = (
     Fix("rescan", f"new runs are found every {RESCAN_SECONDS} s instead of every 10 s", "server",
         _check_rescan, _apply_rescan),
@@ -297,6 +299,10 @@ FIXES: tuple[Fix, ...] = (
         _check_manager, _apply_manager),
     Fix("stack_route", "the call-stack view answers an empty table instead of HTTP 500", "server",
         _check_stack_route, _apply_stack_route),
+    Fix("offline_trace", "the Trace view loads its Web Components polyfill from this server, not a CDN", "server",
+        offline.check_offline_trace, offline.apply_offline_trace),
+    Fix("charts_notice", "where Google Charts cannot load, the page says so and keeps working instead of spinning",
+        "server", offline.check_charts_notice, offline.apply_charts_notice),
     Fix("cuda_runtime", "device time counts cuda_runtime / cuda_driver events", "parser",
         _check_runtime_categories, _apply_runtime_categories),
     Fix("call_stacks", "operator call stacks are rebuilt from python_function events", "parser",

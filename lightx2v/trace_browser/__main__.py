@@ -1,4 +1,4 @@
-"""`python -m lightx2v.trace_browser`: list captured traces and open them in Perfetto.
+"""`python -m lightx2v.trace_browser`: list captured traces; open them in Perfetto or in the offline views.
 
 Defaults come from the environment: root $LIGHTX2V_RESULTS_DIR (else save_results under the working
 directory), port $TRACE_BROWSER_PORT (else 9001, the port Perfetto's "open by URL" mode needs),

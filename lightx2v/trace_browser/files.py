@@ -111,3 +111,43 @@ def content_type(name: str) -> str:
     if name.endswith(".json"):
         return "application/json"
     return "application/octet-stream"
+
+
+def resolve_run(root: str, url_path: str) -> tuple[str, list[str]]:
+    """A run directory under the root (percent-encoded, relative; "" is the root itself) and its JSON traces,
+    sorted by name. Same refusals as `resolve`; Refused(404) when the folder holds no JSON trace."""
+    rel = urllib.parse.unquote(url_path).strip("/")
+    root_real = os.path.realpath(root)
+    if rel:
+        if "\x00" in rel or "\\" in rel or posixpath.isabs(rel) or (len(rel) > 1 and rel[1] == ":"):
+            raise Refused(403, "bad path")
+        parts = rel.split("/")
+        if any(part in ("..", ".") for part in parts):
+            raise Refused(403, "path leaves the results folder")
+        if any(part.startswith(".") or part == "" for part in parts):
+            raise Refused(404, "no such run")
+        real = os.path.realpath(os.path.join(root_real, *parts))
+    else:
+        real = root_real
+    if not _inside(real, root_real):
+        raise Refused(403, "link points outside the results folder")
+    if not os.path.isdir(real):
+        raise Refused(404, "no such run")
+    found = []
+    for entry in sorted(os.scandir(real), key=lambda e: e.name):
+        if entry.name.startswith(".") or not entry.name.endswith((".json", ".json.gz")):
+            continue
+        target = os.path.realpath(entry.path)
+        if not _inside(target, root_real) or not os.path.isfile(target):
+            continue
+        st = os.stat(target)
+        if is_trace(target, st.st_size, st.st_mtime):
+            found.append(entry.path)
+    if not found:
+        raise Refused(404, "no JSON trace in this folder")
+    return real, found
+
+
+def is_json_trace(path: str) -> bool:
+    """Whether the offline views (JSON readers) can open it; Perfetto's binary formats they cannot."""
+    return path.endswith((".json", ".json.gz"))

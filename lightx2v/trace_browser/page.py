@@ -15,7 +15,9 @@ import time
 import urllib.parse
 from collections.abc import Sequence
 
+from lightx2v.trace_browser import offline
 from lightx2v.trace_browser.files import Trace
+from lightx2v.trace_browser.timeline import missing as timeline_missing
 
 
 def _size(n: int) -> str:
@@ -31,6 +33,7 @@ def file_url(trace_path: str) -> str:
 
 
 def render_index(traces: Sequence[Trace], *, root: str, host: str, perfetto_ui: str) -> str:
+    problems = timeline_missing()
     rows = []
     for t in traces:
         url = file_url(t.path)
@@ -45,10 +48,12 @@ def render_index(traces: Sequence[Trace], *, root: str, host: str, perfetto_ui: 
             "Open in Perfetto</button> "
             f"<a class=deep href=\"{html.escape(deep)}\" target=_blank rel=noopener>Open by URL</a> "
             f"<a class=download href=\"{html.escape(url)}?download=1\">Download</a></td>"
+            f"<td class=offline>{offline.row_links(t, not problems)}</td>"
             "</tr>"
         )
-    body = "\n".join(rows) or "<tr><td colspan=4>No traces yet. Run a capture; this page lists it on reload.</td></tr>"
+    body = "\n".join(rows) or "<tr><td colspan=5>No traces yet. Run a capture; this page lists it on reload.</td></tr>"
     return _TEMPLATE.format(root=html.escape(root), count=len(traces), rows=body,
+                            offline_notice=offline.notice(problems), runs=offline.runs_section(traces),
                             ui=html.escape(perfetto_ui), ui_js=perfetto_ui.replace("\\", "").replace("'", ""))
 
 
@@ -59,14 +64,19 @@ body {{ font: 14px system-ui, sans-serif; margin: 2em; }}
 table {{ border-collapse: collapse; }} td, th {{ padding: .3em .8em; border-bottom: 1px solid #ddd; text-align: left; }}
 td.num {{ text-align: right; }} td.path {{ font-family: monospace; }}
 #status {{ color: #555; margin: 1em 0; min-height: 1.2em; }}
+#offline-notice.missing {{ border-left: 4px solid #c0392b; padding: .1em 1em; background: #fdf3f2; }}
+.timeline.disabled {{ color: #999; }}
 </style></head>
 <body>
 <h1>Traces</h1>
 <p>{count} trace file(s) under <code>{root}</code>, newest first.
 "Open in Perfetto" sends the trace to <a href="{ui}">{ui}</a> from this page;
 "Open by URL" lets Perfetto fetch it and needs this page at http://127.0.0.1:9001.</p>
+{offline_notice}
 <div id=status></div>
-<table id=traces><thead><tr><th>Trace</th><th>Size</th><th>Modified</th><th></th></tr></thead>
+{runs}
+<table id=traces><thead><tr><th>Trace</th><th>Size</th><th>Modified</th><th>Perfetto (online)</th>
+<th>Offline views</th></tr></thead>
 <tbody>
 {rows}
 </tbody></table>

@@ -2,9 +2,10 @@
 only from under the results root.
 
 Routes: `/` (the trace list), `/api/traces` (the same as JSON), `/files/<trace>` (the file as stored;
-`?download=1` adds Content-Disposition), `/api/capture` (the "Capture next call" panel: `capture_panel`).
-Trace files carry `Access-Control-Allow-Origin` for the Perfetto UI's origin only, so Perfetto may fetch them
-and other web sites may not.
+`?download=1` adds Content-Disposition), `/api/capture` (the "Capture next call" panel: `capture_panel`),
+and the offline views' pages and files (`offline`: `/timeline/...`, `/overview/...`, `/assets/...`,
+`/vendor/...`). Trace files carry `Access-Control-Allow-Origin` for the Perfetto UI's origin only, so Perfetto
+may fetch them and other web sites may not.
 
 While it runs, `<root>/.trace_browser.json` = {"pid", "port", "url"} tells the profiler where users can
 open the page (written atomically, removed on a clean exit).
@@ -24,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from lightx2v.profiler_notice import add_banner
 from lightx2v.trace_browser import capture_panel
+from lightx2v.trace_browser import offline
 from lightx2v.trace_browser.files import Refused, content_type, list_traces, resolve
 from lightx2v.trace_browser.page import file_url, render_index
 
@@ -87,6 +89,12 @@ class Handler(BaseHTTPRequestHandler):
             elif path.startswith("/files/"):
                 self._send_file(resolve(self.server.root, path[len("/files/"):]),
                                 "download=1" in query.split("&"), send_body)
+            elif path.startswith("/timeline/"):
+                self._send_page(offline.timeline_page(self.server.root, path[len("/timeline/"):]), send_body)
+            elif path == "/overview" or path.startswith("/overview/"):
+                self._send_page(offline.overview_page(self.server.root, path[len("/overview/"):]), send_body)
+            elif path.startswith(("/assets/", "/vendor/")):
+                self._send_page(offline.static_file(path[1:]), send_body)
             else:
                 raise Refused(404, "not found")
         except Refused as refused:
@@ -109,11 +117,15 @@ class Handler(BaseHTTPRequestHandler):
             if send_body:
                 shutil.copyfileobj(f, self.wfile)
 
-    def _send_bytes(self, body: bytes, ctype: str, send_body: bool, status=HTTPStatus.OK, extra=None) -> None:
+    def _send_page(self, page: offline.Page, send_body: bool) -> None:
+        self._send_bytes(page.body, page.content_type, send_body, page.status, cache=page.cache)
+
+    def _send_bytes(self, body: bytes, ctype: str, send_body: bool, status=HTTPStatus.OK, extra=None,
+                    cache: str = "no-cache") -> None:
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Cache-Control", cache)
         self.send_header("X-Content-Type-Options", "nosniff")
         for key, value in (extra or {}).items():
             self.send_header(key, value)

@@ -1,0 +1,148 @@
+"""The offline views' side of the trace browser: Timeline and Overview pages, the files they load, and what the
+trace list shows for them. Nothing here loads from the internet in the browser.
+
+Routes (see `server`): `/timeline/<trace>`, `/overview/<trace>`, `/overview/<run dir>/` (the run's ranks
+compared), `/assets/<polyfill>`, `/vendor/trace_viewer_full.html`.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import os
+import posixpath
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lightx2v.trace_browser import overview, timeline
+from lightx2v.trace_browser.files import Refused, Trace, is_json_trace, resolve, resolve_run
+from lightx2v.trace_summary.discover import RunFiles
+from lightx2v.trace_summary.errors import TraceError
+from lightx2v.trace_summary.summarize import summarize_run
+
+
+@dataclass(frozen=True)
+class Page:
+    body: bytes
+    content_type: str = "text/html; charset=utf-8"
+    status: int = 200
+    cache: str = "no-cache"
+
+
+def _quote(path: str) -> str:
+    return urllib.parse.quote(path)
+
+
+def timeline_url(trace_path: str) -> str:
+    return "/timeline/" + _quote(trace_path)
+
+
+def overview_url(trace_path: str) -> str:
+    return "/overview/" + _quote(trace_path)
+
+
+def run_overview_url(run_dir: str) -> str:
+    return "/overview/" + (_quote(run_dir) + "/" if run_dir else "")
+
+
+# --- pages ---------------------------------------------------------------------------------------------------
+
+def timeline_page(root: str, rel: str) -> Page:
+    real = resolve(root, rel)
+    name = os.path.basename(real)
+    if not is_json_trace(real):
+        raise Refused(404, "the Timeline opens JSON traces; open this one in Perfetto")
+    problems = timeline.missing()
+    if problems:
+        body = overview.render_error("Timeline not installed", "The offline Timeline needs " + "; and ".join(problems)
+                                     + ". Then reload this page. The Overview works without it.")
+        return Page(body.encode(), status=503)
+    return Page(timeline.render_timeline(name, "/files/" + _quote(urllib.parse.unquote(rel))).encode())
+
+
+def overview_page(root: str, rel: str) -> Page:
+    root_real = os.path.realpath(root)
+    if rel == "" or rel.endswith("/"):
+        real_dir, files = resolve_run(root, rel)
+        run = RunFiles(os.path.basename(real_dir) or real_dir, real_dir, files)
+    else:
+        real = resolve(root, rel)
+        if not is_json_trace(real):
+            raise Refused(404, "the Overview reads JSON traces; open this one in Perfetto")
+        run = RunFiles(os.path.basename(real), os.path.dirname(real), [real])
+    try:
+        summary = _summary(tuple((f, *_stamp(f)) for f in run.files), run.label, run.path)
+    except TraceError as exc:
+        return Page(overview.render_error("Cannot summarize this trace", str(exc)).encode(), status=422)
+
+    def timeline_of(file: str) -> str:
+        return timeline_url(os.path.relpath(os.path.realpath(file), root_real).replace(os.sep, "/"))
+
+    return Page(overview.render_overview(summary, timeline_url=timeline_of).encode())
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns
+
+
+@functools.lru_cache(maxsize=16)
+def _summary(files: tuple, label: str, path: str):  # files: (path, size, mtime): a rewritten file is read again
+    return summarize_run(RunFiles(label, path, [f[0] for f in files]))
+
+
+def static_file(name: str) -> Page:
+    """The polyfill or the trace viewer, from where they are installed (never from this repository)."""
+    if name == "assets/" + timeline.WEBCOMPONENTS.file:
+        path, ctype = timeline.polyfill_path(), "application/javascript; charset=utf-8"
+    elif name == "vendor/" + timeline.VIEWER_FILE:
+        path, ctype = timeline.viewer_path(), "text/html; charset=utf-8"
+    else:
+        raise Refused(404, "not found")
+    if path is None:
+        raise Refused(404, f"{name} is not installed: {'; '.join(timeline.missing())}")
+    with open(path, "rb") as f:
+        return Page(f.read(), ctype, cache="max-age=3600")
+
+
+# --- what the trace list shows ---------------------------------------------------------------------------------
+
+def row_links(trace: Trace, timeline_ready: bool) -> str:
+    """The Timeline / Overview links of one row of the trace list."""
+    if not is_json_trace(trace.path):
+        return "<span class=offline-none title=\"Perfetto's own format: open it in Perfetto\">–</span>"
+    if timeline_ready:
+        tl = f'<a class=timeline href="{html.escape(timeline_url(trace.path))}" target=_blank>Timeline</a>'
+    else:
+        tl = "<span class=\"timeline disabled\" title=\"not installed: see the notice above\">Timeline</span>"
+    return tl + f' <a class=overview href="{html.escape(overview_url(trace.path))}" target=_blank>Overview</a>'
+
+
+def runs_section(traces: Sequence[Trace]) -> str:
+    """Folders holding several JSON traces (the ranks of one capture), each with its rank-comparing Overview."""
+    by_dir: dict[str, list[Trace]] = {}
+    for t in traces:
+        if is_json_trace(t.path):
+            by_dir.setdefault(posixpath.dirname(t.path), []).append(t)
+    runs = [(d, ts) for d, ts in by_dir.items() if len(ts) > 1]
+    if not runs:
+        return ""
+    rows = "".join(
+        f"<tr><td class=path>{html.escape(d or '.')}/</td><td class=num>{len(ts)}</td>"
+        f'<td><a class=run-overview href="{html.escape(run_overview_url(d))}" target=_blank>Overview</a></td></tr>'
+        for d, ts in runs)
+    return ("<h2>Runs with several traces</h2><p>The Overview of a run compares its ranks and names the straggler."
+            "</p><table id=runs><thead><tr><th>Run folder</th><th>Traces</th><th></th></tr></thead>"
+            f"<tbody>{rows}</tbody></table><h2>Trace files</h2>")
+
+
+def notice(problems: Sequence[str]) -> str:
+    """The line above the list: which offline views work here, or the command that adds the missing one."""
+    if not problems:
+        return ("<p id=offline-notice class=ok><strong>Timeline</strong> and <strong>Overview</strong> open in this "
+                "browser with no internet (served from this machine).</p>")
+    items = "".join(f"<li>{html.escape(p)}</li>" for p in problems)
+    return ("<div id=offline-notice class=missing><p><strong>Offline Timeline not installed.</strong> "
+            f"It needs:</p><ul>{items}</ul><p>The Overview works already; Perfetto needs internet in the browser."
+            "</p></div>")

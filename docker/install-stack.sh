@@ -55,6 +55,7 @@ case "${1:-}" in
         done
         # Fail the build here rather than at start: the stack imports, and the demo finds what it needs.
         "$home/bin/lightx2v-stack-python" -c "import lightx2v.tensorboard, lightx2v.trace_browser, lightx2v.trace_summary, lightx2v.capture, supervisor, torch_tb_profiler"
+        "$home/bin/lightx2v-stack-python" -m lightx2v.assets status  # the offline views' polyfill is in place
         (cd / && PYTHONPATH="$home/src:$home/demo-deps" python3 -c "import PIL, tqdm, torch")
         ;;
     *)

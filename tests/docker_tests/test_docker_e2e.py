@@ -128,6 +128,25 @@ def test_default_inference_trace_reaches_the_host_owned_by_the_user(stack):
     assert trace.relative_to(results).as_posix() in listed_by_browser
 
 
+def test_the_image_serves_the_offline_views(stack):
+    """Issue 10: the offline views work in the image by default (the assets stage installed the polyfill)."""
+    results = stack.project / "save_results"
+    trace, _, _ = land_then_list(stack, results, set(), timeout=240)
+    rel = trace.relative_to(results).as_posix()
+    index = stack.get_text(stack.browser_port, "/")
+    assert f"/timeline/{rel}" in index and f"/overview/{rel}" in index, index[:2000]
+    assert "lightx2v.assets install" not in index  # the "offline views missing" notice names that command
+    polyfill = stack.get_text(stack.browser_port, "/assets/webcomponents.min.js")
+    assert "@license" in polyfill and len(polyfill) > 100_000
+    assert "tr.ui" in stack.get_text(stack.browser_port, "/vendor/trace_viewer_full.html")
+    overview = stack.get_text(stack.browser_port, f"/overview/{rel}")
+    assert "<svg" in overview and "<script" not in overview
+    # TensorBoard's own Trace view takes the same polyfill from the image, not from a CDN.
+    embedding = stack.get_text(stack.tb_port, "/data/plugin/pytorch_profiler/trace_embedding.html")
+    assert "cdnjs" not in embedding and "webcomponents.min.js" in embedding
+    assert "@license" in stack.get_text(stack.tb_port, "/data/plugin/pytorch_profiler/webcomponents.min.js")
+
+
 def test_exec_capture_appears_without_restart(stack):
     results = stack.project / "save_results"
     known = traces(results)

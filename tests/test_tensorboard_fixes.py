@@ -134,8 +134,11 @@ def test_removed_run_leaves_the_list(servers, tmp_path_factory):
     wait_until(lambda: "gone" not in runs(port), 30, what="the run to be dropped")
 
 
-def test_every_fix_reports_and_warns_once_when_the_plugin_changed():
-    """A plugin that no longer looks as expected: one warning per fix, TensorBoard's own code left alone."""
+def test_every_fix_reports_and_warns_once_when_the_plugin_changed(tmp_path):
+    """A plugin that no longer looks as expected: one warning per fix, TensorBoard's own code left alone.
+
+    The asset folder is empty on purpose (whatever this machine has installed), so the offline Trace view's fix
+    reports the missing polyfill too: three warnings, each naming why."""
     script = """
 import json, logging, sys
 logging.basicConfig(stream=sys.stderr, format='%(message)s')
@@ -149,15 +152,19 @@ print(json.dumps(results))
 print(json.dumps({'interval': consts.MONITOR_RUN_REFRESH_INTERNAL_IN_SECONDS,
                   'runtime_mapped': 'cuda_runtime' in trace.EventTypeMap}))
 """
-    result = subprocess.run([sys.executable, "-c", script], env=subprocess_env(), capture_output=True,
-                            text=True, timeout=120)
+    empty_assets = tmp_path / "assets"
+    empty_assets.mkdir()
+    result = subprocess.run([sys.executable, "-c", script], env=subprocess_env(LIGHTX2V_ASSETS_DIR=str(empty_assets)),
+                            capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     results, state = (json.loads(line) for line in result.stdout.strip().splitlines()[-2:])
     assert results["cuda_runtime"] and "EventTypeMap" in results["cuda_runtime"]
     assert results["stack_route"] and "operation_stack_route" in results["stack_route"]
-    assert all(results[name] is None for name in ("rescan", "reload_runs", "call_stacks", "manager_exits"))
+    assert results["offline_trace"] and "lightx2v.assets install" in results["offline_trace"]
+    assert all(results[name] is None for name in ("rescan", "reload_runs", "call_stacks", "manager_exits",
+                                                  "charts_notice"))
     warnings = [line for line in result.stderr.splitlines() if "not applied" in line]
-    assert len(warnings) == 2 and any("'cuda_runtime'" in w for w in warnings)
+    assert sorted(w.split("'")[1] for w in warnings) == ["cuda_runtime", "offline_trace", "stack_route"], warnings
     assert state == {"interval": 1, "runtime_mapped": False}
 
 

@@ -29,7 +29,7 @@ DEBIAN_MIRROR = "http://deb.debian.org/debian"
 INSTALL_HINT = "apt-get install -y --no-install-recommends docker.io debootstrap iptables"
 HOST_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 # Changing how the stand-in is made changes its tag, so a stale one is never reused.
-STANDIN_RECIPE = "v1: debootstrap minbase + python3-venv at /opt/venv + torch cpu wheel + numpy + host CA"
+STANDIN_RECIPE = "v2: debootstrap minbase + python3-venv at /opt/venv + torch cpu wheel + numpy + host CA for pip and node"
 
 
 class EngineError(RuntimeError):
@@ -187,7 +187,8 @@ def ensure_standin_base(engine: Engine) -> tuple[str, float | None]:
     """The stand-in base image's tag, and the seconds spent making it (None when it already existed).
 
     Like `pytorch/pytorch`, it offers `python3` whose pip may install (a venv first on PATH, as conda's env
-    is there) and an importable torch; it also trusts this machine's CA bundle so pip reaches PyPI.
+    is there) and an importable torch; it also trusts this machine's CA bundle so pip and npm reach their
+    registries.
     """
     tag = standin_tag()
     if engine.image_exists(tag):
@@ -235,6 +236,8 @@ def ensure_standin_base(engine: Engine) -> tuple[str, float | None]:
             "import",
             "--change", "ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             "--change", f"ENV PIP_CERT={HOST_CA_BUNDLE}",
+            # npm (the Dockerfile's assets stage) trusts the same bundle, as node does on this machine.
+            "--change", f"ENV NODE_EXTRA_CA_CERTS={HOST_CA_BUNDLE}",
             "--change", "WORKDIR /workspace",
             "-", tag,
             stdin=tar.stdout,

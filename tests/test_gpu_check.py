@@ -85,7 +85,8 @@ def test_out_holds_the_figures_and_every_trace(cpu_run):
     assert any("lightx2v/models/networks/qwen_image/" in (row.get("call_stack") or "") for row in stacks)
     assert json.loads((out / "4_tensorboard" / "overview.json").read_text())["performance"]
 
-    (run_dir,) = [p for p in (out / "5_torchrun" / "gloo" / "tb").iterdir() if p.is_dir()]
+    # Run directories only: the hidden `.capture` folder beside them is the profiler's remote-arming status.
+    (run_dir,) = [p for p in (out / "5_torchrun" / "gloo" / "tb").iterdir() if p.is_dir() and not p.name.startswith(".")]
     files = sorted(p for p in run_dir.iterdir() if PLUGIN_TRACE_RE.match(p.name))
     assert [p.name.split("_")[0] for p in files] == ["rank0", "rank1"]
     for rank, path in enumerate(files):

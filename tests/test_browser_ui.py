@@ -4,35 +4,18 @@ draws; the sidebar (runs, views, workers) does, inside the plugin's iframe."""
 
 from __future__ import annotations
 
-import shutil
 import sys
 
 import pytest
 from conftest import H200_TRACE, free_port
+from helpers.browser import chromium
 from helpers.procs import Server, answers, cpu_trace, land, launcher, runs, wait_until
-
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 
 
 @pytest.fixture(scope="module")
 def driver():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    assert CHROMIUM and CHROMEDRIVER, "needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)"
-    options = Options()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--disable-component-update", "--no-first-run",
-                "--window-size=1400,1000"):
-        options.add_argument(arg)
-    browser = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    browser.set_page_load_timeout(60)
-    try:
+    with chromium(offline=False) as browser:
         yield browser
-    finally:
-        browser.quit()
 
 
 def test_tensorboard_sidebar_shows_our_run(driver, tmp_path_factory):

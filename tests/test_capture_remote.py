@@ -233,7 +233,7 @@ def test_capture_post_is_same_origin_only(tmp_path):
 
 
 def test_capture_next_call_button_in_chromium(long_running, tmp_path):
-    from helpers.chromium import headless_chromium
+    from helpers.browser import chromium
     from selenium.webdriver.common.by import By
 
     proc = long_running
@@ -243,7 +243,7 @@ def test_capture_next_call_button_in_chromium(long_running, tmp_path):
                       "--host", "127.0.0.1"])
     try:
         wait_until(lambda: answers(port), 30, what="the trace browser")
-        with headless_chromium() as driver:
+        with chromium(offline=False) as driver:
             driver.get(f"http://127.0.0.1:{port}/")
 
             def row():

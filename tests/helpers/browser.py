@@ -1,4 +1,5 @@
-"""Debian's headless Chromium (selenium + chromedriver) with no internet: every host but 127.0.0.1 unresolvable."""
+"""Debian's headless Chromium (selenium + chromedriver); by default with no internet: every host but 127.0.0.1
+unresolvable, as on an air-gapped cluster or a network that blocks Google."""
 
 from __future__ import annotations
 

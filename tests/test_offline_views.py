@@ -123,7 +123,8 @@ def test_overview_of_the_h200_trace(driver, browser_port, shots):
 
 
 def test_overview_of_a_two_rank_run_names_the_straggler(driver, browser_port, results, shots):
-    (run_dir,) = (results / "ranks" / "tb").iterdir()
+    # The run directory, not the hidden `.capture` folder (the profiler's remote-arming status) beside it.
+    (run_dir,) = [p for p in (results / "ranks" / "tb").iterdir() if not p.name.startswith(".")]
     driver.get(f"http://127.0.0.1:{browser_port}/")
     href = f"/overview/ranks/tb/{urllib.parse.quote(run_dir.name)}/"
     driver.get(driver.find_element("css selector", f'#runs a.run-overview[href="{href}"]').get_attribute("href"))
@@ -213,11 +214,14 @@ def test_tensorboard_chart_views_show_the_notice_not_a_spinner(driver, tensorboa
 
     plugin_frame(driver, tensorboard)
     choose_view(driver, view)
-    notices = wait_until(lambda: len(n := driver.find_elements(By.CSS_SELECTOR, "main .lightx2v-offline-notice")) >= 1
-                         and n, 60, interval=0.3, what=f"the notice in the {view} view's charts")
-    banner = driver.find_element(By.ID, "lightx2v-charts-banner").text
+    # The plugin's React views re-render their chart boxes (and the notice with them) while data arrives, so the
+    # texts are read in one script call: an element found in one call may be gone by the next.
+    read = """return [(document.getElementById('lightx2v-charts-banner') || {}).innerText || '',
+                      Array.from(document.querySelectorAll('main .lightx2v-offline-notice')).map(n => n.innerText)]"""
+    banner, notices = wait_until(lambda: (texts := driver.execute_script(read))[1] and texts, 60, interval=0.3,
+                                 what=f"the notice in the {view} view's charts")
     assert "cannot reach www.gstatic.com" in banner and f"http://127.0.0.1:{browser_port}/" in banner
-    assert "www.gstatic.com" in notices[0].text and f"http://127.0.0.1:{browser_port}/" in notices[0].text
+    assert "www.gstatic.com" in notices[0] and f"http://127.0.0.1:{browser_port}/" in notices[0]
     assert driver.find_elements(By.CSS_SELECTOR, "[role=progressbar]") == []
     driver.switch_to.default_content()
     driver.save_screenshot(str(shots / f"tensorboard_{view.lower().replace(' ', '_')}_view.png"))

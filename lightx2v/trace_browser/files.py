@@ -77,13 +77,10 @@ class Refused(Exception):
         self.status = status
 
 
-def resolve(root: str, url_path: str) -> str:
-    """The real path of the trace that `url_path` (percent-encoded, relative to root) names.
-
-    Raises Refused(403) for anything that leaves the root (`..`, absolute paths, links pointing
-    outside) and Refused(404) for hidden or missing files and non-traces.
-    """
-    rel = urllib.parse.unquote(url_path)
+def _real_path_under(root_real: str, rel: str, missing: str) -> str:
+    """The real path that `rel` (decoded, relative) names under `root_real`, refusing anything that leaves it:
+    Refused(403) for bad characters, absolute paths, `..` and links pointing outside; Refused(404, missing) for
+    hidden or empty parts. One rule for files and run folders alike."""
     if "\x00" in rel or "\\" in rel:
         raise Refused(403, "bad characters in path")
     if rel.startswith("/") or posixpath.isabs(rel) or (len(rel) > 1 and rel[1] == ":"):
@@ -92,12 +89,22 @@ def resolve(root: str, url_path: str) -> str:
     if any(part in ("..", ".") for part in parts):
         raise Refused(403, "path leaves the results folder")
     if any(part.startswith(".") or part == "" for part in parts):
-        raise Refused(404, "no such trace")
-    root_real = os.path.realpath(root)
+        raise Refused(404, missing)
     real = os.path.realpath(os.path.join(root_real, *parts))
     if not _inside(real, root_real):
         raise Refused(403, "link points outside the results folder")
-    if not os.path.isfile(real) or not parts[-1].endswith(TRACE_SUFFIXES):
+    return real
+
+
+def resolve(root: str, url_path: str) -> str:
+    """The real path of the trace that `url_path` (percent-encoded, relative to root) names.
+
+    Raises Refused(403) for anything that leaves the root (`..`, absolute paths, links pointing
+    outside) and Refused(404) for hidden or missing files and non-traces.
+    """
+    rel = urllib.parse.unquote(url_path)
+    real = _real_path_under(os.path.realpath(root), rel, "no such trace")
+    if not os.path.isfile(real) or not rel.split("/")[-1].endswith(TRACE_SUFFIXES):
         raise Refused(404, "no such trace")
     st = os.stat(real)
     if not is_trace(real, st.st_size, st.st_mtime):
@@ -118,19 +125,7 @@ def resolve_run(root: str, url_path: str) -> tuple[str, list[str]]:
     sorted by name. Same refusals as `resolve`; Refused(404) when the folder holds no JSON trace."""
     rel = urllib.parse.unquote(url_path).strip("/")
     root_real = os.path.realpath(root)
-    if rel:
-        if "\x00" in rel or "\\" in rel or posixpath.isabs(rel) or (len(rel) > 1 and rel[1] == ":"):
-            raise Refused(403, "bad path")
-        parts = rel.split("/")
-        if any(part in ("..", ".") for part in parts):
-            raise Refused(403, "path leaves the results folder")
-        if any(part.startswith(".") or part == "" for part in parts):
-            raise Refused(404, "no such run")
-        real = os.path.realpath(os.path.join(root_real, *parts))
-    else:
-        real = root_real
-    if not _inside(real, root_real):
-        raise Refused(403, "link points outside the results folder")
+    real = _real_path_under(root_real, rel, "no such run") if rel else root_real
     if not os.path.isdir(real):
         raise Refused(404, "no such run")
     found = []

@@ -3,32 +3,23 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, subprocess_env
+from conftest import REPO_ROOT
+from helpers.torchrun import rows, run_torchrun
 from helpers.traces import PLUGIN_TRACE_RE, load_trace, run_dirs
 
 PROGRAM = REPO_ROOT / "tests" / "programs" / "distributed_capture.py"
 
 
 def torchrun(cwd: Path, *args: str) -> str:
-    proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(PROGRAM), *args],
-        capture_output=True, text=True, timeout=300, cwd=cwd, env=subprocess_env(OMP_NUM_THREADS="1"),
-    )
-    output = proc.stdout + proc.stderr
-    assert proc.returncode == 0, output
-    return output
+    return run_torchrun(PROGRAM, *args, cwd=cwd)
 
 
 def results(output: str) -> dict[int, dict[str, str]]:
-    rows = [dict(kv.split("=", 1) for kv in line.split()[1:]) for line in output.splitlines()
-            if line.startswith("RESULT ")]
-    return {int(row["rank"]): row for row in rows}
+    return rows(output, "RESULT")
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +53,20 @@ def test_all_ranks_write_one_run_directory_one_file_each(two_tensorboard_jobs):
         assert f"[rank {rank}/2]: wrote {by_rank[rank]['paths']}" in first_job
     assert first_job.count("trace ready") == 1
     assert first_job.count("#pytorch_profiler") == 1
+
+
+def test_capture_leaves_no_process_group_alive_after_destroy(two_tensorboard_jobs):
+    """The capture imported torch.distributed.nn.functional while the group lived (its inductor probe does); after
+    destroy_process_group() no collective's default still holds the group and no gloo thread runs for it, so
+    nothing is left for interpreter shutdown to tear down (where a rank used to abort; docs/torchrun.md)."""
+    _, first_job, second_job = two_tensorboard_jobs
+    for job in (first_job, second_job):
+        exits = rows(job, "EXIT")
+        assert sorted(exits) == [0, 1], job
+        for row in exits.values():
+            assert row["functional_imported"] == "True"  # the case that pinned the group before the fix
+            assert row["pinned"] == "-", f"collectives still holding the group: {row['pinned']}"
+            assert row["gloo_threads"] == "-", f"gloo threads alive after destroy: {row['gloo_threads']}"
 
 
 def test_successive_jobs_get_their_own_run_directories(two_tensorboard_jobs):

@@ -196,7 +196,11 @@ def main() -> None:
                     failed = outcome["returncode"] != 0 or not outcome["work_ok"]
                     if failed and args.show_failures:
                         print(f"--- {variant} run {i}: rc={outcome['returncode']}\n{outcome['output'][-1500:]}")
-                print(f"  round {i + 1}/{args.runs} done ({time.monotonic() - started:.0f} s)", file=sys.stderr)
+                tally = ", ".join(f"{v} {sum(o['returncode'] != 0 for o in outs)}" for v, outs in stats.items())
+                print(f"  round {i + 1}/{args.runs} ({time.monotonic() - started:.0f} s), exit != 0 so far: {tally}",
+                      file=sys.stderr)
+    except KeyboardInterrupt:  # Ctrl-C: the table of the runs done so far
+        print("interrupted: the table counts the runs completed", file=sys.stderr)
     finally:
         stop_hogs(hogs)
     print(f"torch {torch.__version__}, 2 ranks, gloo, CPU, {args.hogs} hog(s) of this script, "

@@ -474,30 +474,32 @@ def _unpin_process_group_defaults() -> None:
     """
     global _unpin_skip_logged
     functional = sys.modules.get("torch.distributed.nn.functional")
-    if functional is None:
+    if functional is None or _unpin_skip_logged:
         return
-    import types
+    problem = "it does not look as expected"
+    try:
+        import types
 
-    process_group = getattr(sys.modules.get("torch.distributed"), "ProcessGroup", None)
-    functions = [f for f in vars(functional).values() if isinstance(f, types.FunctionType)
-                 and f.__module__ == functional.__name__ and "group" in f.__code__.co_varnames]
-    if not isinstance(process_group, type) or not functions:
-        if not _unpin_skip_logged:
-            _unpin_skip_logged = True
-            _log(logging.WARNING, "[Profile] torch.distributed.nn.functional does not look as expected; its group "
-                                  "defaults are left alone (a torchrun job may still abort at exit, see the docs)")
-        return
-    for func in functions:
-        code = func.__code__
-        positional = code.co_varnames[: code.co_argcount]
-        defaults = func.__defaults__ or ()
-        names = positional[len(positional) - len(defaults):]
-        if any(name == "group" and isinstance(value, process_group) for name, value in zip(names, defaults)):
-            func.__defaults__ = tuple(None if name == "group" and isinstance(value, process_group) else value
-                                      for name, value in zip(names, defaults))
-        keyword = func.__kwdefaults__ or {}
-        if isinstance(keyword.get("group"), process_group):
-            func.__kwdefaults__ = {**keyword, "group": None}
+        process_group = getattr(sys.modules.get("torch.distributed"), "ProcessGroup", None)
+        functions = [f for f in vars(functional).values() if isinstance(f, types.FunctionType)
+                     and f.__module__ == functional.__name__ and "group" in f.__code__.co_varnames]
+        if isinstance(process_group, type) and functions:
+            problem = ""
+        for func in functions if not problem else ():
+            positional = func.__code__.co_varnames[: func.__code__.co_argcount]
+            defaults = func.__defaults__ or ()
+            names = positional[len(positional) - len(defaults):]
+            if any(n == "group" and isinstance(v, process_group) for n, v in zip(names, defaults)):
+                func.__defaults__ = tuple(None if n == "group" and isinstance(v, process_group) else v
+                                          for n, v in zip(names, defaults))
+            if isinstance((func.__kwdefaults__ or {}).get("group"), process_group):
+                func.__kwdefaults__ = {**func.__kwdefaults__, "group": None}
+    except Exception as exc:  # never cost the caller the capture's result
+        problem = repr(exc)
+    if problem:
+        _unpin_skip_logged = True
+        _log(logging.WARNING, f"[Profile] torch.distributed.nn.functional's group defaults left alone ({problem}); "
+                              "a torchrun job may abort at exit, pytorch/pytorch#190489")
 
 
 def _shared_run_dir(log_dir: str, label: str, generation: int, store: Any, world_size: int) -> str:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
+from conftest import REPO_ROOT
 from helpers.infer import FAST, run_infer
+from helpers.torchrun import rows, run_torchrun
 from helpers.traces import event_names, load_trace
 
 
@@ -13,6 +16,7 @@ def test_cfg_parallel_two_ranks_equal_single_process_and_share_one_run_directory
     pair = run_infer(tmp_path / "pair", *FAST, "--cfg_parallel", torchrun=2)
     assert single.proc.returncode == 0, single.output
     assert pair.proc.returncode == 0, pair.output
+    assert "gloo threads alive" not in pair.output  # teardown() found the group freed (see the test below)
 
     torch.testing.assert_close(pair.latents, single.latents, rtol=1e-4, atol=1e-4)
     meta = pair.metadata
@@ -33,3 +37,18 @@ def test_cfg_parallel_two_ranks_equal_single_process_and_share_one_run_directory
     # only rank 0 writes outputs: one preview, one latents file, no per-rank copies
     written = sorted(p.name for p in (pair.cwd / "save_results").iterdir() if p.is_file())
     assert written == ["qwen_image_t2i.json", "qwen_image_t2i.png", "qwen_image_t2i.pt"]
+
+
+@pytest.mark.parametrize("mode", ["dynamo", "hold"])
+def test_teardown_leaves_no_gloo_thread_and_reports_a_pinned_group(tmp_path, mode):
+    """The CLI's setup()/teardown() under torchrun: a later dynamo import does not pin the group (setup imported
+    torch.distributed.nn.functional first), and a group something still holds is reported, not left silent."""
+    output = run_torchrun(REPO_ROOT / "tests" / "programs" / "teardown_check.py", mode, cwd=tmp_path)
+    by_rank = rows(output, "TEARDOWN")
+    assert sorted(by_rank) == [0, 1] and all(row["sum"] == "12.0" for row in by_rank.values())
+    if mode == "dynamo":
+        assert all(row["survivors"] == "-" for row in by_rank.values()), output
+        assert "gloo threads alive" not in output
+    else:
+        assert all("pt_gloo_runloop" in row["survivors"] for row in by_rank.values()), output
+        assert output.count("warning: gloo threads alive after destroy_process_group()") == 2

@@ -10,25 +10,18 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, subprocess_env
+from helpers.torchrun import rows, run_torchrun
 from helpers.traces import PLUGIN_TRACE_RE, load_trace, run_dirs
 
 PROGRAM = REPO_ROOT / "tests" / "programs" / "distributed_capture.py"
 
 
 def torchrun(cwd: Path, *args: str) -> str:
-    proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(PROGRAM), *args],
-        capture_output=True, text=True, timeout=300, cwd=cwd, env=subprocess_env(OMP_NUM_THREADS="1"),
-    )
-    output = proc.stdout + proc.stderr
-    assert proc.returncode == 0, output
-    return output
+    return run_torchrun(PROGRAM, *args, cwd=cwd)
 
 
 def results(output: str) -> dict[int, dict[str, str]]:
-    rows = [dict(kv.split("=", 1) for kv in line.split()[1:]) for line in output.splitlines()
-            if line.startswith("RESULT ")]
-    return {int(row["rank"]): row for row in rows}
+    return rows(output, "RESULT")
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +57,22 @@ def test_all_ranks_write_one_run_directory_one_file_each(two_tensorboard_jobs):
     assert first_job.count("#pytorch_profiler") == 1
 
 
+def test_capture_leaves_no_process_group_alive_after_destroy(two_tensorboard_jobs):
+    """The capture imported torch.distributed.nn.functional while the group lived (its inductor probe does); after
+    destroy_process_group() no collective's default still holds the group and no gloo thread runs for it, so
+    nothing is left for interpreter shutdown to tear down (where a rank used to abort; docs/torchrun.md)."""
+    _, first_job, second_job = two_tensorboard_jobs
+    for job in (first_job, second_job):
+        exits = rows(job, "EXIT")
+        assert sorted(exits) == [0, 1], job
+        for row in exits.values():
+            assert row["functional_imported"] == "True", (
+                "the capture no longer imports torch.distributed.nn.functional (torch changed?): re-measure with "
+                "benchmarks/bench_torchrun_exit.py; the mitigation may no longer be needed")
+            assert row["pinned"] == "-", f"collectives still holding the group: {row['pinned']}"
+            assert row["gloo_threads"] == "-", f"gloo threads alive after destroy: {row['gloo_threads']}"
+
+
 def test_successive_jobs_get_their_own_run_directories(two_tensorboard_jobs):
     cwd, first_job, second_job = two_tensorboard_jobs
     runs = run_dirs(cwd / "tb")
@@ -86,3 +95,39 @@ def test_ranks_without_a_process_group_still_share_a_run_directory(tmp_path):
     by_rank = results(torchrun(tmp_path, "tensorboard", "--no-init"))
     assert Path(by_rank[0]["paths"]).parent == Path(by_rank[1]["paths"]).parent
     assert len(run_dirs(tmp_path / "tb")) == 1
+
+
+UNPIN_PROGRAM = """
+import sys
+import types
+
+import torch
+import torch.distributed as dist
+from lightx2v.utils import torch_trace_profiler as ttp
+
+ttp._unpin_process_group_defaults()
+assert "torch.distributed.nn.functional" not in sys.modules, "the helper imported the module"
+dist.init_process_group("gloo", init_method=sys.argv[1], rank=0, world_size=1)
+import torch.distributed.nn.functional as F
+
+assert F.all_reduce.__defaults__[1] is dist.group.WORLD and F.gather.__defaults__[1] is dist.group.WORLD
+ttp._unpin_process_group_defaults()
+print("all_reduce", F.all_reduce.__defaults__, "gather", F.gather.__defaults__, "broadcast", F.broadcast.__defaults__)
+print("sum", float(F.all_reduce(torch.ones(3)).sum()))  # group=None is the default group: still works
+
+sys.modules["torch.distributed.nn.functional"] = types.ModuleType("torch.distributed.nn.functional")
+ttp._unpin_process_group_defaults()
+ttp._unpin_process_group_defaults()
+sys.modules["torch.distributed.nn.functional"] = F
+dist.destroy_process_group()
+"""
+
+
+def test_unpinning_resets_only_group_defaults_never_imports_and_skips_an_unexpected_torch(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", UNPIN_PROGRAM, (tmp_path / "store").as_uri()], capture_output=True,
+                          text=True, timeout=120, env=subprocess_env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "all_reduce (<RedOpType.SUM: 0>, None) gather (0, None) broadcast (None,)" in proc.stdout
+    assert "sum 3.0" in proc.stdout
+    # torch that no longer looks as expected: left alone, said once
+    assert proc.stderr.count("group defaults left alone (it does not look as expected)") == 1, proc.stderr

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, subprocess_env
+from helpers.torchrun import run_torchrun
 from lightx2v.trace_summary import summarize_paths
 from lightx2v.trace_summary.names import PLUGIN_TRACE_RE
 
@@ -20,13 +21,7 @@ PROGRAM = REPO_ROOT / "tests" / "programs" / "summary_straggler.py"
 @pytest.fixture(scope="module")
 def straggler_job(tmp_path_factory):
     out = tmp_path_factory.mktemp("straggler")
-    proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(PROGRAM), str(out)],
-        capture_output=True, text=True, timeout=300, cwd=out, env=subprocess_env(OMP_NUM_THREADS="1"),
-    )
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log
-    return out, log
+    return out, run_torchrun(PROGRAM, str(out), cwd=out)
 
 
 def summary_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:

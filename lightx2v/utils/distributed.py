@@ -2,6 +2,12 @@
 
 gloo on CPU, NCCL on CUDA with one GPU per local rank, as LightX2V's multi-GPU runs do. torch is imported
 inside the functions so the CLI can ask for the world size before paying for `import torch`.
+
+Exit: a rank whose process group outlives `destroy_process_group()` keeps gloo threads into interpreter shutdown
+and may abort there ("terminate called without an active exception"); docs/torchrun.md has the cause and figures.
+`setup()` imports `torch.distributed.nn.functional` before the group exists, so its `group=group.WORLD` defaults
+hold None rather than the group (whoever imports dynamo or inductor later, the profiler included), and `teardown()`
+leaves together (barrier), destroys the group and checks that no gloo thread survives it.
 """
 
 from __future__ import annotations
@@ -23,15 +29,45 @@ def setup(device):
         return 0, 1, device
     if device.type == "cuda":
         torch.cuda.set_device(device)  # the CLI picked cuda:LOCAL_RANK
+    import torch.distributed.nn.functional  # noqa: F401  (before the group exists: its defaults stay None)
+
     dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
     return dist.get_rank(), dist.get_world_size(), device
 
 
-def teardown() -> None:
+def teardown() -> list[str]:
+    """Leave the job: barrier, destroy the process group. Returns the gloo threads still alive (expected: none);
+    a warning names them, since they mean something still holds the group and the exit may abort."""
+    import sys
+
     import torch.distributed as dist
 
-    if dist.is_available() and dist.is_initialized():
-        # Leave together: a gloo rank that tears down while its peer is still closing aborts
-        # ("terminate called without an active exception", seen here on 2-rank CPU runs).
-        dist.barrier()
-        dist.destroy_process_group()
+    if not (dist.is_available() and dist.is_initialized()):
+        return []
+    # Leave together: a gloo rank that tears down while its peer is still closing aborts
+    # ("terminate called without an active exception", seen here on 2-rank CPU runs).
+    dist.barrier()
+    dist.destroy_process_group()
+    survivors = gloo_threads()
+    if survivors:
+        print(f"warning: gloo threads alive after destroy_process_group(): {', '.join(survivors)}; something "
+              "still holds the process group and this rank may abort at exit (see docs/torchrun.md)",
+              file=sys.stderr)
+    return survivors
+
+
+def gloo_threads() -> list[str]:
+    """Names of this process's live gloo threads (`pt_gloo_runloop`, `gloo_tcp_loop`), read from /proc (Linux;
+    empty elsewhere). ProcessGroupGloo joins them when the group is freed, so after a destroy that freed it: none."""
+    names = []
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return []
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                names.append(f.read().strip())
+        except OSError:  # the thread ended while we looked
+            continue
+    return [name for name in names if "gloo" in name]

@@ -288,6 +288,7 @@ class TorchTraceProfileContext:
             label = self.name or _qualified_name(func)
             return _Capture(self.config, label, generation).run(func, args, kwargs)
         finally:
+            _unpin_process_group_defaults()  # before the caller can reach destroy_process_group()
             with _SESSION.lock:
                 _SESSION.capturing = False
             _REMOTE.after_capture()  # see "remote arming"; never raises
@@ -467,6 +468,51 @@ def _distributed_identity() -> tuple[int, int, Any]:
     except ImportError:
         pass
     return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1")), None
+
+
+_unpin_skip_logged = False
+
+
+def _unpin_process_group_defaults() -> None:
+    """Stop ``torch.distributed.nn.functional`` from keeping the process group alive past ``destroy_process_group()``.
+
+    Why: starting a trace probes ``torch._inductor`` (``_KinetoProfile.prepare_trace``, pytorch/pytorch PR #155243),
+    which imports dynamo and with it ``torch.distributed.nn.functional``, whose collectives declare
+    ``group=group.WORLD`` defaults. Evaluated at import while a process group exists, those defaults hold it:
+    ``destroy_process_group()`` cannot free it, its gloo threads live on into interpreter shutdown, and a rank may
+    abort there with "terminate called without an active exception" (the shape of pytorch/pytorch#190489).
+    Those functions already treat ``group=None`` as the default group, so a ProcessGroup-valued ``group`` default
+    is reset to None: nothing changes while the group lives, and destroy frees it. Called after each capture only;
+    never imports the module; when torch no longer looks like this, logs once and leaves it alone.
+    """
+    global _unpin_skip_logged
+    functional = sys.modules.get("torch.distributed.nn.functional")
+    if functional is None or _unpin_skip_logged:
+        return
+    problem = "it does not look as expected"
+    try:
+        import types
+
+        process_group = getattr(sys.modules.get("torch.distributed"), "ProcessGroup", None)
+        functions = [f for f in vars(functional).values() if isinstance(f, types.FunctionType)
+                     and f.__module__ == functional.__name__ and "group" in f.__code__.co_varnames]
+        if isinstance(process_group, type) and functions:
+            problem = ""
+        for func in functions if not problem else ():
+            positional = func.__code__.co_varnames[: func.__code__.co_argcount]
+            defaults = func.__defaults__ or ()
+            names = positional[len(positional) - len(defaults):]
+            if any(n == "group" and isinstance(v, process_group) for n, v in zip(names, defaults)):
+                func.__defaults__ = tuple(None if n == "group" and isinstance(v, process_group) else v
+                                          for n, v in zip(names, defaults))
+            if isinstance((func.__kwdefaults__ or {}).get("group"), process_group):
+                func.__kwdefaults__ = {**func.__kwdefaults__, "group": None}
+    except Exception as exc:  # never cost the caller the capture's result
+        problem = repr(exc)
+    if problem:
+        _unpin_skip_logged = True
+        _log(logging.WARNING, f"[Profile] torch.distributed.nn.functional's group defaults left alone ({problem}); "
+                              "a torchrun job may abort at exit, pytorch/pytorch#190489")
 
 
 def _shared_run_dir(log_dir: str, label: str, generation: int, store: Any, world_size: int) -> str:

@@ -1,6 +1,11 @@
 """A torchrun job: every rank profiles the same call site, whose target holds a collective.
 
 Usage: python -m torch.distributed.run --nproc_per_node=2 distributed_capture.py FORMAT [--no-init]
+
+After destroy_process_group() each rank prints what still holds or runs for a process group (EXIT line): the
+collectives of torch.distributed.nn.functional whose default still is a ProcessGroup (the profiler's inductor probe
+imports that module mid-capture), and the live gloo threads, read from /proc. Both must be 0, or the rank may abort
+at interpreter exit (docs/torchrun.md).
 """
 
 import os
@@ -39,3 +44,17 @@ sys.stdout.flush()
 if init:
     dist.barrier()  # leave together (gloo aborts when a peer tears down mid-close)
     dist.destroy_process_group()
+    functional = sys.modules.get("torch.distributed.nn.functional")
+    pinned = [f.__name__ for f in (vars(functional).values() if functional else ())
+              if any(isinstance(v, dist.ProcessGroup) for v in getattr(f, "__defaults__", None) or ())]
+    threads = []
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                threads.append(f.read().strip())
+        except OSError:  # the thread ended while we looked
+            pass
+    gloo = [name for name in threads if "gloo" in name]
+    sys.stdout.write(f"EXIT rank={capture.rank} functional_imported={functional is not None} "
+                     f"pinned={','.join(pinned) or '-'} gloo_threads={','.join(gloo) or '-'}\n")
+    sys.stdout.flush()

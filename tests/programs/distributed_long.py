@@ -11,7 +11,6 @@ import time
 
 import torch
 import torch.distributed as dist
-import torch.distributed.nn.functional  # noqa: F401  before init: avoids gloo's known abort at exit (shared notes)
 
 from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext
 

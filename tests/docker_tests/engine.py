@@ -25,7 +25,6 @@ from pathlib import Path
 STATE_DIR = Path(os.environ.get("LIGHTX2V_TEST_DOCKER_DIR", "/var/lib/lightx2v-test-docker"))
 TORCH_WHEELS = "/opt/wheels/torch-*+cpu-cp311-*.whl"  # Debian 12's python3 is 3.11
 DEBIAN_SUITE = "bookworm"
-DEBIAN_MIRROR = "http://deb.debian.org/debian"
 INSTALL_HINT = "apt-get install -y --no-install-recommends docker.io debootstrap iptables"
 HOST_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 # Changing how the stand-in is made changes its tag, so a stale one is never reused.
@@ -209,8 +208,7 @@ def ensure_standin_base(engine: Engine) -> tuple[str, float | None]:
                 "--include=python3,python3-venv,ca-certificates",
                 f"--cache-dir={cache}",
                 DEBIAN_SUITE,
-                str(rootfs),
-                DEBIAN_MIRROR,
+                str(rootfs),  # no mirror argument: debootstrap's default
             ],
             "debootstrap",
         )

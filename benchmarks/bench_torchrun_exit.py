@@ -94,26 +94,9 @@ def job(variant: str) -> None:
 
 def exit_state() -> str:
     """``pinned=NAMES gloo_threads=NAMES`` (``-`` for none): what still holds, and runs for, a process group."""
-    functional = sys.modules.get("torch.distributed.nn.functional")
-    pinned = []
-    if functional is not None:
-        import torch.distributed as dist
+    from lightx2v.utils.distributed import gloo_threads, pinned_group_defaults  # the repo is on the job's path
 
-        pinned = [f.__name__ for f in vars(functional).values()
-                  if any(isinstance(v, dist.ProcessGroup) for v in getattr(f, "__defaults__", None) or ())]
-    return f"pinned={','.join(pinned) or '-'} gloo_threads={','.join(gloo_threads()) or '-'}"
-
-
-def gloo_threads() -> list[str]:
-    """Names of this process's live gloo threads (``pt_gloo_runloop``, ``gloo_tcp_loop``), read from /proc."""
-    names = []
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/comm") as f:
-                names.append(f.read().strip())
-        except OSError:  # the thread ended while we looked
-            continue
-    return [name for name in names if "gloo" in name]
+    return f"pinned={','.join(pinned_group_defaults()) or '-'} gloo_threads={','.join(gloo_threads()) or '-'}"
 
 
 # ------------------------------------------------------------------------------------------------ the runner

@@ -71,3 +71,17 @@ def gloo_threads() -> list[str]:
         except OSError:  # the thread ended while we looked
             continue
     return [name for name in names if "gloo" in name]
+
+
+def pinned_group_defaults() -> list[str]:
+    """Functions of `torch.distributed.nn.functional` (if imported) whose defaults still hold a ProcessGroup: after
+    `destroy_process_group()` each one keeps the group, and its gloo threads, alive (docs/torchrun.md)."""
+    import sys
+
+    functional = sys.modules.get("torch.distributed.nn.functional")
+    if functional is None:
+        return []
+    import torch.distributed as dist
+
+    return [f.__name__ for f in vars(functional).values()
+            if any(isinstance(v, dist.ProcessGroup) for v in getattr(f, "__defaults__", None) or ())]

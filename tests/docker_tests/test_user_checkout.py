@@ -71,6 +71,22 @@ def user(docker_engine, image, project, tmp_path_factory):
         stack.compose("down", check=False)
 
 
+
+def run_script_through_exec(stack, script: str, workdir: str, results, known, case: str):
+    """`docker compose exec` a user's script from `workdir`, as a user types it; wait for its new trace to be
+    listed. Records the case's times and asserts the run exited 0 and was listed within LISTED_WITHIN_S of
+    landing. Returns (trace, the script's output)."""
+    started = time.monotonic()
+    run = stack.exec_in_background("bash", script, workdir=workdir)
+    try:
+        trace, landed, listed = land_then_list(stack, results, known, timeout=240)
+    finally:
+        output = run.communicate(timeout=240)[0]
+    assert run.returncode == 0, output
+    record(case, started, landed, listed)
+    assert listed - landed < LISTED_WITHIN_S
+    return trace, output
+
 def test_start_command_runs_the_users_script_on_their_checkout(user):
     stack, checkout, _ = user
     results = checkout / "save_results"
@@ -103,15 +119,8 @@ def test_a_second_run_through_exec_from_another_directory(user):
     results = checkout / "save_results"
     known = traces(results)
     before = stack.exec("lightx2v-supervisorctl", "pid", "tensorboard").stdout.strip()
-    started = time.monotonic()
-    run = stack.exec_in_background("bash", f"{IN_CONTAINER}/{SCRIPT}", workdir="/tmp")
-    try:
-        trace, landed, listed = land_then_list(stack, results, known, timeout=240)
-    finally:
-        output = run.communicate(timeout=240)[0]
-    assert run.returncode == 0, output
-    record("user checkout, exec from /tmp", started, landed, listed)
-    assert listed - landed < LISTED_WITHIN_S
+    trace, output = run_script_through_exec(stack, f"{IN_CONTAINER}/{SCRIPT}", "/tmp", results, known,
+                                            "user checkout, exec from /tmp")
     assert "from cwd /tmp" in output
     assert owners(trace.parent) == {OWNER}
     assert stack.exec("lightx2v-supervisorctl", "pid", "tensorboard").stdout.strip() == before
@@ -123,15 +132,7 @@ def test_a_checkout_mounted_elsewhere_with_its_own_script(user):
     stack, checkout, elsewhere = user
     results = checkout / "save_results"
     known = traces(results)
-    started = time.monotonic()
-    run = stack.exec_in_background("bash", SCRIPT, workdir=ELSEWHERE)
-    try:
-        trace, landed, listed = land_then_list(stack, results, known, timeout=240)
-    finally:
-        output = run.communicate(timeout=240)[0]
-    assert run.returncode == 0, output
-    record("checkout at /data/LightX2V, exec", started, landed, listed)
-    assert listed - landed < LISTED_WITHIN_S
+    trace, output = run_script_through_exec(stack, SCRIPT, ELSEWHERE, results, known, "checkout at /data/LightX2V, exec")
     assert f"stand-in LightX2V: {ELSEWHERE}/lightx2v/__init__.py" in output
     assert not traces(elsewhere / "save_results") and not traces(elsewhere / "save_results", STRAIGHT_GLOB)
     assert owners(trace.parent) == {OWNER}
@@ -219,15 +220,8 @@ def test_the_fixed_module_goes_in_with_one_command_and_out_with_git(original):
 
     results = checkout / "save_results"
     known = traces(results)
-    started = time.monotonic()
-    run = stack.exec_in_background("bash", f"{IN_CONTAINER}/{SCRIPT}", workdir="/tmp")
-    try:
-        trace, landed, listed = land_then_list(stack, results, known, timeout=240)
-    finally:
-        output = run.communicate(timeout=240)[0]
-    assert run.returncode == 0, output
-    record("after lightx2v-install-profiler, exec from /tmp", started, landed, listed)
-    assert listed - landed < LISTED_WITHIN_S
+    run_script_through_exec(stack, f"{IN_CONTAINER}/{SCRIPT}", "/tmp", results, known,
+                            "after lightx2v-install-profiler, exec from /tmp")
     assert len(traces(results)) == 1  # once per process, in its own run directory
 
     git(checkout, "checkout", "--", MODULE)

@@ -44,17 +44,10 @@ sys.stdout.flush()
 if init:
     dist.barrier()  # leave together (gloo aborts when a peer tears down mid-close)
     dist.destroy_process_group()
+    from lightx2v.utils.distributed import gloo_threads, pinned_group_defaults
+
     functional = sys.modules.get("torch.distributed.nn.functional")
-    pinned = [f.__name__ for f in (vars(functional).values() if functional else ())
-              if any(isinstance(v, dist.ProcessGroup) for v in getattr(f, "__defaults__", None) or ())]
-    threads = []
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/comm") as f:
-                threads.append(f.read().strip())
-        except OSError:  # the thread ended while we looked
-            pass
-    gloo = [name for name in threads if "gloo" in name]
+    pinned, gloo = pinned_group_defaults(), gloo_threads()
     sys.stdout.write(f"EXIT rank={capture.rank} functional_imported={functional is not None} "
                      f"pinned={','.join(pinned) or '-'} gloo_threads={','.join(gloo) or '-'}\n")
     sys.stdout.flush()

@@ -234,6 +234,7 @@ def test_capture_post_is_same_origin_only(tmp_path):
 
 def test_capture_next_call_button_in_chromium(long_running, tmp_path):
     from helpers.browser import chromium
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
     proc = long_running
@@ -246,23 +247,35 @@ def test_capture_next_call_button_in_chromium(long_running, tmp_path):
         with chromium(offline=False) as driver:
             driver.get(f"http://127.0.0.1:{port}/")
 
-            def row():
-                rows = driver.find_elements(By.CSS_SELECTOR, f"#processes tr[data-id$='_{proc.pid}']")
-                return rows[0] if rows else None
+            # The panel rebuilds its rows every 2 s, so an element found in one WebDriver call may be gone by the
+            # next: the row's state is read in one script call, and the click is retried only while the button
+            # it found was replaced before the click reached it (a stale element is never clicked).
+            def row_state() -> dict:
+                return driver.execute_script("""
+                    const row = document.querySelector(`#processes tr[data-id$='_${arguments[0]}']`);
+                    const button = row && row.querySelector('button.arm');
+                    return {text: row ? row.innerText : '', button: button ? button.textContent : null,
+                            enabled: button ? !button.disabled : null,
+                            message: document.getElementById('capture-message').textContent};""", proc.pid)
 
             def row_text() -> str:
-                current = row()
-                return current.text if current else ""
+                return row_state()["text"]
+
+            def click_arm() -> bool:
+                try:
+                    driver.find_element(By.CSS_SELECTOR, f"#processes tr[data-id$='_{proc.pid}'] button.arm").click()
+                    return True
+                except StaleElementReferenceException:
+                    return False
 
             wait_until(lambda: "running, not armed" in row_text(), 30, what="the process row")
-            assert f"torch_profile/{first_run.name}" in row_text() and "(5 calls)" in row_text()
-            button = row().find_element(By.CSS_SELECTOR, "button.arm")
-            assert button.text == "Capture next call" and button.is_enabled()
-            button.click()
-            wait_until(lambda: "armed: pid" in driver.find_element(By.ID, "capture-message").text, 30,
-                       what="the arm answer")
+            state = row_state()
+            assert f"torch_profile/{first_run.name}" in state["text"] and "(5 calls)" in state["text"]
+            assert state["button"] == "Capture next call" and state["enabled"]
+            wait_until(click_arm, 30, what="a click on the row's button")
+            wait_until(lambda: "armed: pid" in row_state()["message"], 30, what="the arm answer")
             wait_until(lambda: "captures at its next run()" in row_text(), 30, what="the row showing armed")
-            assert not row().find_element(By.CSS_SELECTOR, "button.arm").is_enabled()  # armed: nothing to add
+            assert row_state()["enabled"] is False  # armed: nothing to add
             assert status_of(proc.logdir, proc.pid)["armed_by"].startswith("the trace browser")
 
             proc.signal("go")

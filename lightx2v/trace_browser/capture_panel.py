@@ -125,11 +125,17 @@ TensorBoard lists it and this page shows it on reload. Multi-rank (torchrun) job
                                                     body: JSON.stringify({id: id})});
       say((await response.json()).message);
     } catch (error) { say('Could not reach the trace browser: ' + error); }
+    shown = null;  // redraw even if nothing changed yet: the button comes back when the arm did not take
     refresh();
   }
+  let shown = null;  // the listing the rows show: rebuilt only when it changes, so a click never lands on a row
+                     // that a refresh is replacing
   async function refresh() {
-    let processes;
-    try { processes = await (await fetch('/api/capture')).json(); } catch (error) { return; }
+    let text;
+    try { text = await (await fetch('/api/capture')).text(); } catch (error) { return; }
+    if (text === shown) return;
+    shown = text;
+    const processes = JSON.parse(text);
     const body = document.querySelector('#processes tbody');
     body.replaceChildren();
     if (!processes.length) {

@@ -183,10 +183,15 @@ def choose_view(driver, name: str) -> None:
         selects = driver.find_elements(By.CSS_SELECTOR, "[role=button][aria-haspopup=listbox]")
         return len(selects) >= 2 and selects[1]  # Runs, Views, Workers
 
-    wait_until(views_select, 60, what="the Views selector").click()
-    option = wait_until(lambda: [o for o in driver.find_elements(By.CSS_SELECTOR, "[role=option]") if o.text == name],
-                        30, what=f"the {name} option")[0]
-    option.click()
+    def click(find) -> bool:  # the plugin's React UI may replace an element between finding and clicking it
+        element = find()
+        if element:
+            element.click()  # a replaced element raises StaleElementReferenceException: wait_until looks again
+        return bool(element)
+
+    wait_until(lambda: click(views_select), 60, what="the Views selector")
+    wait_until(lambda: click(lambda: next((o for o in driver.find_elements(By.CSS_SELECTOR, "[role=option]")
+                                           if o.text == name), None)), 30, what=f"the {name} option")
 
 
 def test_tensorboard_trace_view_renders_offline(driver, tensorboard, shots):

@@ -34,16 +34,28 @@ def get_json(url: str, timeout: float = 30.0):
     return json.loads(body)
 
 
+def _not_yet_errors() -> tuple[type[BaseException], ...]:
+    """Errors that mean "not there yet, look again": a server not answering, a file half-written, and -- in
+    browser tests -- an element the page replaced between finding it and reading it (pages that re-render)."""
+    errors: tuple[type[BaseException], ...] = (OSError, urllib.error.URLError, ValueError, AssertionError)
+    try:
+        from selenium.common.exceptions import StaleElementReferenceException
+    except ImportError:
+        return errors
+    return (*errors, StaleElementReferenceException)
+
+
 def wait_until(predicate, timeout: float, interval: float = 0.1, what: str = "condition"):
     """Poll `predicate` until it returns something truthy; that value, or AssertionError after `timeout`."""
     deadline = time.monotonic() + timeout
     last_error = None
+    not_yet = _not_yet_errors()
     while time.monotonic() < deadline:
         try:
             value = predicate()
             if value:
                 return value
-        except (OSError, urllib.error.URLError, ValueError, AssertionError) as exc:
+        except not_yet as exc:
             last_error = exc
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout} s waiting for {what} (last error: {last_error})")

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from lightx2v.trace_summary.analyze import IDLE_FLAG_RATIO
 from lightx2v.trace_summary.model import IdleStats, RankSummary, RunSummary
+from lightx2v.trace_summary.render import format_bytes
 
 BAR_WIDTH = 220
 MAX_STEPS = 64  # rows of the step table; longer captures show the first and last ones
@@ -29,16 +30,6 @@ def _ms(us: float | None) -> str:
 
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f}"
-
-
-def _bytes(n: int | None) -> str:
-    if n is None:
-        return "–"
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} GB"
 
 
 def bar(parts: Iterable[tuple[float, str]], scale: float, label: str, width: int = BAR_WIDTH) -> str:
@@ -110,7 +101,7 @@ def _rank_section(r: RankSummary, timeline: str | None, several: bool) -> str:
     link = f' · <a href="{_e(timeline)}">Timeline</a>' if timeline else ""
     out = [f"<section class=rank id=\"rank-{_e(r.rank if r.rank is not None else r.worker)}\">",
            f"<{heading}>{_e(r.worker)}{_e(rank)}</{heading}>",
-           f"<p class=meta>{_e(r.file)} · {_bytes(r.size_bytes)}{' gzip' if r.compressed else ''} · "
+           f"<p class=meta>{_e(r.file)} · {format_bytes(r.size_bytes, '–')}{' gzip' if r.compressed else ''} · "
            f"{r.event_count:,} events · span {_ms(r.trace_span_us)} ms{link}<br>"
            f"devices: {_e(devices or 'none recorded (CPU-only trace)')}"
            + (f"<br>versions: {_e(versions)}" if versions else "") + "</p>"]
@@ -185,7 +176,8 @@ def _memory(r: RankSummary) -> str:
     if not r.memory_ops:
         return "<h3>Memory copies and sets</h3><p>None.</p>"
     rows = [f"<tr><td>{_e(m.kind)}</td><td>{_e(m.name)}</td><td class=num>{m.calls}</td>"
-            f"<td class=num>{_ms(m.total_us)}</td><td class=num>{_bytes(m.bytes)}</td></tr>" for m in r.memory_ops]
+            f"<td class=num>{_ms(m.total_us)}</td><td class=num>{format_bytes(m.bytes, '–')}</td></tr>"
+            for m in r.memory_ops]
     return "<h3>Memory copies and sets</h3>" + _table(["kind", "what", "calls", "total ms", "bytes"], rows, "memory")
 
 

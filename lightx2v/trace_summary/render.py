@@ -46,7 +46,7 @@ def render_run(run: RunSummary) -> str:
 def render_rank(r: RankSummary) -> str:
     lines = [f"Trace summary: {r.worker}" + (f" (rank {r.rank}" + (f" of {r.world_size})" if r.world_size else ")")
                                              if r.rank is not None else "")]
-    lines.append(f"  file      {r.file} ({_bytes(r.size_bytes)}{', gzip' if r.compressed else ''}, "
+    lines.append(f"  file      {r.file} ({format_bytes(r.size_bytes)}{', gzip' if r.compressed else ''}, "
                  f"{r.event_count:,} events, span {_ms(r.trace_span_us)} ms)")
     devices = "; ".join(
         f"{d.id if d.id is not None else '?'}: {d.name}"
@@ -92,7 +92,7 @@ def render_rank(r: RankSummary) -> str:
         if r.memory_ops:
             lines += ["", "Memory copies and sets"]
             for m in r.memory_ops:
-                size = f"  {_bytes(m.bytes)}" if m.bytes is not None else ""
+                size = f"  {format_bytes(m.bytes)}" if m.bytes is not None else ""
                 lines.append(f"  {m.kind:<7} {_cut(m.name, 40):<40} {m.calls:>7} calls {_ms(m.total_us):>10} ms{size}")
         else:
             lines += ["", "Memory copies and sets: none"]
@@ -154,9 +154,10 @@ def _cut(s: str, width: int) -> str:
     return s if len(s) <= width else s[: width - 3] + "..."
 
 
-def _bytes(n: int | None) -> str:
+def format_bytes(n: int | None, missing: str = "-") -> str:
+    """`1234567` -> `"1.2 MB"` (decimal units); `missing` for None. The HTML Overview uses it too."""
     if n is None:
-        return "-"
+        return missing
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1000 or unit == "GB":
             return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from lightx2v.utils.torch_trace_profiler import ENV_DIR, TENSORBOARD_TRACE_RE
+from lightx2v.utils.torch_trace_profiler import TENSORBOARD_TRACE_RE, resolve_log_dir
 
 MODULE = "lightx2v/utils/torch_trace_profiler.py"
 INSTALL_COMMAND = "lightx2v-install-profiler"  # on PATH in the Docker image (docker/stack-command)
@@ -69,11 +69,11 @@ def find_original_traces(logdir: str) -> Finding | None:
     if straight:
         return Finding(logdir, len(straight), straight[-1], _checkout_of(logdir))
     for sub in _subdirs(logdir):
-        per_process = Counter(TENSORBOARD_TRACE_RE.match(n).group(1) for n in _traces(os.path.join(logdir, sub))
-                              if _HANDLER_NAME.match(n))
+        names = _traces(os.path.join(logdir, sub))
+        per_process = Counter(TENSORBOARD_TRACE_RE.match(n).group(1) for n in names if _HANDLER_NAME.match(n))
         worker, count = per_process.most_common(1)[0] if per_process else ("", 0)
         if count >= 2:
-            example = next(n for n in _traces(os.path.join(logdir, sub)) if n.startswith(worker + "."))
+            example = next(n for n in names if n.startswith(worker + "."))
             return Finding(logdir, count, f"{sub}/{example}", _checkout_of(logdir))
     return None
 
@@ -119,8 +119,9 @@ def watch_in_background(logdir: str, log: Callable[[str], None], interval: float
 
 
 def logdir_for_results(results_root: str) -> str:
-    """The logdir next to a results folder: $LIGHTX2V_TORCH_PROFILE_DIR, else `<results>/torch_profile`."""
-    return os.environ.get(ENV_DIR) or os.path.join(results_root, "torch_profile")
+    """The logdir next to a results folder: $LIGHTX2V_TORCH_PROFILE_DIR, else `<results>/torch_profile` (the
+    profiler's own rule, resolve_log_dir)."""
+    return resolve_log_dir(os.path.join(results_root, "torch_profile"))
 
 
 def add_banner(page: str, results_root: str) -> str:

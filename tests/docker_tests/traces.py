@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
-import json
 import time
 import urllib.error
 from pathlib import Path
@@ -66,8 +64,3 @@ def owners(root: Path) -> set[tuple[int, int]]:
 def owner_report(root: Path) -> list[tuple[str, int]]:
     return sorted((str(p), p.lstat().st_uid) for p in owners_paths(root))
 
-
-def load_trace(path: Path) -> dict:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as f:
-        return json.load(f)

@@ -124,3 +124,36 @@ def test_both_languages_list_the_same_settings():
     chinese = _settings_variables(ZH_README, "设置（环境变量）")
     assert english == chinese
     assert len(set(english)) == len(english), "each variable once"
+
+
+def _benchmark_rows() -> list[dict[str, str]]:
+    tables = tables_under(README, "Benchmarks")
+    assert len(tables) == 1, "README: one benchmark table"
+    header, *rows = tables[0]
+    return [dict(zip(header, row)) for row in rows]
+
+
+def test_every_benchmark_row_says_when_and_where():
+    machines = {"VM", "CI", "H200"}
+    for row in _benchmark_rows():
+        when_where = row["when, where"]
+        assert re.search(r"\b20\d\d-\d\d(-\d\d)?\b", when_where), f"no date: {row['what']}"
+        assert machines & set(re.findall(r"\w+", when_where)) or "recorded on an H200" in when_where, (
+            f"no machine: {row['what']}")
+
+
+def test_benchmark_rows_agree_with_the_breakdown_they_link():
+    """A row that summarises a doc's breakdown states figures that the breakdown holds (one measurement, so a
+    changed figure on one side only fails here)."""
+    linked = 0
+    for row in _benchmark_rows():
+        target = re.search(r"\]\((docs/[^)#]+)#[^)]*\)", row["what"])
+        if not target:
+            continue
+        linked += 1
+        breakdown = (REPO_ROOT / target.group(1)).read_text(encoding="utf-8")
+        figures = re.findall(r"\d+(?:\.\d+)?(?:/\d+)?", row["measured"] + " " + row["baseline (same run)"])
+        missing = [figure for figure in figures
+                   if not re.search(rf"(?<![\d.]){re.escape(figure)}(?![\d/]|\.\d)", breakdown)]
+        assert not missing, f"{row['what']}: {missing} not in {target.group(1)}"
+    assert linked >= 2

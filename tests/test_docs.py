@@ -104,7 +104,8 @@ def test_readme_test_command_is_the_one_ci_runs():
 def test_readme_sections_in_order(doc, sections):
     titles = [text for level, text in headings(doc) if level == 2]
     positions = [next((i for i, title in enumerate(titles) if title.startswith(s)), None) for s in sections]
-    assert None not in positions, f"{_name(doc)} lacks {[s for s, p in zip(sections, positions) if p is None]}"
+    missing = [section for section, position in zip(sections, positions, strict=True) if position is None]
+    assert not missing, f"{_name(doc)} lacks {missing}"
     assert positions == sorted(positions), f"{_name(doc)}: sections out of order: {titles}"
 
 
@@ -130,7 +131,7 @@ def _benchmark_rows() -> list[dict[str, str]]:
     tables = tables_under(README, "Benchmarks")
     assert len(tables) == 1, "README: one benchmark table"
     header, *rows = tables[0]
-    return [dict(zip(header, row)) for row in rows]
+    return [dict(zip(header, row, strict=True)) for row in rows]
 
 
 def test_every_benchmark_row_says_when_and_where():

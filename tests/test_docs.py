@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
-from tests.helpers.markdown import anchors, github_slug, headings, is_local, links, tables_under, tokens
+from conftest import REPO_ROOT
+from helpers.markdown import anchors, github_slug, headings, is_local, links, tables_under, tokens
 
 README = REPO_ROOT / "README.md"
 ZH_README = REPO_ROOT / "docs" / "zh" / "README.md"

@@ -79,7 +79,8 @@ def find_original_traces(logdir: str) -> Finding | None:
         return Finding(logdir, len(straight), straight[-1], _checkout_of(logdir))
     for sub in _subdirs(logdir):
         names = _traces(os.path.join(logdir, sub))
-        per_process = Counter(TENSORBOARD_TRACE_RE.match(n).group(1) for n in names if _HANDLER_NAME.match(n))
+        matches = (TENSORBOARD_TRACE_RE.match(n) for n in names if _HANDLER_NAME.match(n))
+        per_process = Counter(m.group(1) for m in matches if m)
         worker, count = per_process.most_common(1)[0] if per_process else ("", 0)
         if count >= 2:
             example = next(n for n in names if n.startswith(worker + "."))

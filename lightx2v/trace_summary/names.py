@@ -62,7 +62,9 @@ def _split_angle(s: str) -> tuple[str, str, str]:
 
 
 def _split_top(s: str) -> list[str]:
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in s:
         if ch in "<({[":
             depth += 1

@@ -26,7 +26,7 @@ def rank_rows(ranks: list[RankSummary]) -> list[RankRow]:
             steps=len(r.steps),
             step_wall_us=wall,
             gpu_busy_us=busy,
-            gpu_busy_pct=100.0 * busy / wall if has_gpu and wall > 0 else None,
+            gpu_busy_pct=100.0 * busy / wall if busy is not None and wall > 0 else None,
             gpu_comm_us=(r.gpu_comm_us or 0.0) / n if has_gpu else None,
         ))
     return rows

@@ -318,7 +318,7 @@ def _steps(cpu_steps: dict[str, list[float]], gpu_steps: dict[str, list[float]],
                          gpu_busy_us=None, gpu_busy_pct=None, kernel_count=None, idle=None)
         if busy is not None:
             step.gpu_busy_us = intervals.covered(busy, lo, hi)
-            step.gpu_busy_pct = _pct(step.gpu_busy_us, wall)
+            step.gpu_busy_pct = percent(step.gpu_busy_us, wall)
             step.kernel_count = bisect_left(kernel_starts, hi) - bisect_left(kernel_starts, lo)
             step.idle = _idle(busy, lo, hi, name)
         out.append(step)
@@ -360,7 +360,7 @@ def _idle_total(steps: list[StepStats]) -> IdleStats | None:
 def _top_kernels(kernels: dict[str, list[float]], activity_us: float, top: int) -> list[KernelStat]:
     ranked = sorted(kernels.items(), key=lambda item: -item[1][1])[:top]
     return [KernelStat(name=name, short_name=short_name(name), calls=int(calls), total_us=total,
-                       mean_us=total / calls, pct_of_gpu_time=_pct(total, activity_us) or 0.0)
+                       mean_us=total / calls, pct_of_gpu_time=percent(total, activity_us) or 0.0)
             for name, (calls, total) in ranked]
 
 
@@ -384,7 +384,7 @@ def _cpu_ops(op_thread: Sequence[int], op_name: Sequence[int], op_ts: Sequence[f
             s[2] += dur
     ranked = sorted(per_name.items(), key=lambda item: -item[1][1])[:top]
     return [CpuOpStat(name=op_names[n_id], calls=int(calls), self_us=self_us, total_us=total_us,
-                      mean_self_us=self_us / calls, pct_of_cpu_self=_pct(self_us, total_self) or 0.0)
+                      mean_self_us=self_us / calls, pct_of_cpu_self=percent(self_us, total_self) or 0.0)
             for n_id, (calls, self_us, total_us) in ranked], total_self
 
 
@@ -471,5 +471,6 @@ def _step_number(name: str) -> int | None:
         return None
 
 
-def _pct(part: float, whole: float) -> float | None:
+def percent(part: float, whole: float) -> float | None:
+    """``part`` as a percentage of ``whole``; None when ``whole`` is not positive (the one rule for every share)."""
     return 100.0 * part / whole if whole > 0 else None

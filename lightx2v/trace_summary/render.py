@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .analyze import IDLE_FLAG_RATIO
+from .analyze import IDLE_FLAG_RATIO, percent
 from .model import IdleStats, RankSummary, RunSummary, SkippedEvents, StepStats
 from .names import cut as _cut
 from .ranks import LOCKSTEP_SPREAD
@@ -85,8 +85,7 @@ def render_rank(r: RankSummary) -> str:
         busy = sum(s.gpu_busy_us or 0.0 for s in r.steps) / n if gpu else None
         kernels = round(sum(s.kernel_count or 0 for s in r.steps) / n) if gpu else None
         slowest = max(r.steps, key=lambda s: s.wall_us)
-        lines.append(_step_row(f"mean of {n}", wall, busy, 100 * busy / wall if busy is not None and wall else None,
-                               kernels,
+        lines.append(_step_row(f"mean of {n}", wall, busy, percent(busy, wall) if busy is not None else None, kernels,
                                r.idle.ratio if r.idle else None, None))
         lines.append(f"  slowest step: {slowest.name} ({_ms(slowest.wall_us)} ms)")
     if r.idle is not None:

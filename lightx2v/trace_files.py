@@ -77,6 +77,13 @@ def is_trace(path: str) -> bool:
     return classify(path).kind is not None
 
 
+def run_members(traces: list[tuple[str, str]]) -> list[str]:
+    """Which JSON traces of one folder, ``(path, kind)`` pairs, are the ranks of its run: the TensorBoard-named
+    ones when there are any (a chrome trace beside them is another capture), else the chrome traces."""
+    tensorboard = [path for path, kind in traces if kind == TENSORBOARD]
+    return tensorboard or [path for path, kind in traces if kind == CHROME]
+
+
 def is_json_trace_name(name: str) -> bool:
     """Whether a trace of this name is JSON (the summary and the offline views read it), not Perfetto's binary."""
     return name.endswith(JSON_SUFFIXES)

@@ -19,7 +19,7 @@ from conftest import H200_TRACE, subprocess_env
 from helpers.infer import FAST, run_infer
 
 from lightx2v.profiler_notice import find_original_traces
-from lightx2v.trace_browser.files import list_traces
+from lightx2v.trace_browser.files import list_traces, resolve_run
 from lightx2v.trace_files import CHROME, PERFETTO, TENSORBOARD, classify
 from lightx2v.trace_summary.discover import scan
 
@@ -123,6 +123,8 @@ def test_the_rule_by_name_and_content(tmp_path):
     assert [Path(t).name for t in traces] == ["cut.pt.trace.json", "rank0_h.pt.trace.json.gz"]
     assert sorted(Path(s.file).name for s in skipped) == ["chrome.json.gz", "empty.json", "events.json",
                                                           "meta.json", "notes.txt", "numbers.json", "ui.pftrace"]
+    # the trace browser's run Overview takes the same ranks from the folder
+    assert [Path(p).name for p in resolve_run(str(tmp_path), "")[1]] == [Path(t).name for t in traces]
     perfetto = cli(tmp_path / "ui.pftrace")
     assert perfetto.returncode == 1 and "Perfetto's binary format" in perfetto.stderr
 

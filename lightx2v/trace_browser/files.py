@@ -12,7 +12,7 @@ import stat
 import urllib.parse
 from dataclasses import dataclass
 
-from lightx2v.trace_files import JSON_KINDS, TRACE_SUFFIXES, classify, is_json_trace_name
+from lightx2v.trace_files import JSON_KINDS, TRACE_SUFFIXES, classify, is_json_trace_name, run_members
 
 
 @dataclass(frozen=True)
@@ -111,13 +111,17 @@ def resolve_run(root: str, url_path: str) -> tuple[str, list[str]]:
     real = _real_path_under(root_real, rel, "no such run") if rel else root_real
     if not os.path.isdir(real):
         raise Refused(404, "no such run")
-    found = []
+    traces = []
     for entry in sorted(os.scandir(real), key=lambda e: e.name):
+        if entry.name.startswith("."):
+            continue
         target = os.path.realpath(entry.path)
         if not _inside(target, root_real) or not os.path.isfile(target):
             continue
-        if classify(target, entry.name).kind in JSON_KINDS:
-            found.append(entry.path)
+        kind = classify(target, entry.name).kind
+        if kind in JSON_KINDS:
+            traces.append((entry.path, kind))
+    found = run_members(traces)  # the summary's own choice of a folder's ranks
     if not found:
         raise Refused(404, "no JSON trace in this folder")
     return real, found

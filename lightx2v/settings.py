@@ -240,8 +240,10 @@ TRACE_BROWSER_ON = _declare("LIGHTX2V_TRACE_BROWSER", True, parse_switch,
                             "0: no trace browser (serve --no-trace-browser)", scope=INTERNAL)
 STACK_HOME = _declare("LIGHTX2V_STACK_HOME", "/opt/lightx2v-profiling", parse_path,
                       "where the image installs the stack's venv and sources", scope=INTERNAL)
-CHECKOUT = _declare("LIGHTX2V_CHECKOUT", "/workspace/LightX2V", parse_path,
-                    "the image's mount point of the user's checkout (the entrypoint takes its owner)", scope=INTERNAL)
+CHECKOUT = _declare("LIGHTX2V_CHECKOUT", None, parse_path,
+                    "the checkout the stack serves: the image's mount point (its entrypoint takes the owner; "
+                    "/workspace/LightX2V there), serve --checkout's folder; the original-module notice names it",
+                    scope=INTERNAL)
 TORCH_PROFILE_TB_DIR = _declare("LIGHTX2V_TORCH_PROFILE_TB_DIR", None, parse_path,
                                 "the logdir older LightX2V profiler modules read; the image sets it", scope=INTERNAL)
 

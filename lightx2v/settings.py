@@ -108,6 +108,8 @@ RESULTS_DIR = _declare("LIGHTX2V_RESULTS_DIR", "save_results", parse_path,
                        "the folder the trace browser lists (captures, chrome traces, the demo's outputs)")
 TRACE_BROWSER_URL = _declare("LIGHTX2V_TRACE_BROWSER_URL", None, parse_text,
                              "the trace browser's URL as users open it (printed in hints and TensorBoard's notices)")
+ALLOWED_HOSTS = _declare("LIGHTX2V_ALLOWED_HOSTS", (), parse_names,
+                         "more Host names TensorBoard and the trace browser answer to (comma-separated; `*`: any)")
 PERFETTO_UI = _declare("LIGHTX2V_PERFETTO_UI", "https://ui.perfetto.dev", parse_text,
                        "the Perfetto UI the trace browser's links open")
 TB_SKIP_FIXES = _declare("LIGHTX2V_TB_SKIP_FIXES", (), parse_names,

@@ -6,6 +6,8 @@ Every TensorBoard flag passes through (`--logdir`, `--port`, `--bind_all` / `--h
   --port    $TENSORBOARD_PORT, else 16006
   --host    $LIGHTX2V_BIND_HOST when set and neither --host nor --bind_all is given
 Set LIGHTX2V_TB_SKIP_FIXES=name,... (or `all`) to start with some or all plugin fixes left out.
+Every request passes a Host check (DNS rebinding): add names with --allowed-host NAME (repeatable) or
+LIGHTX2V_ALLOWED_HOSTS=name,... (see lightx2v/hostcheck.py).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
+from lightx2v import hostcheck, settings
 from lightx2v.utils.torch_trace_profiler import DEFAULT_TB_DIR, ENV_DIR
 
 DEFAULT_PORT = 16006
@@ -55,7 +58,13 @@ def _setup_logging() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = with_defaults(sys.argv[1:] if argv is None else argv, os.environ)
+    try:  # --allowed-host is ours: TensorBoard's own parser never sees it
+        allowed, argv = hostcheck.take_flags(sys.argv[1:] if argv is None else argv)
+        hosts = hostcheck.build(allowed)
+    except ValueError as exc:  # settings.SettingError included
+        print(f"lightx2v.tensorboard: {exc}", file=sys.stderr)
+        return 2
+    args = with_defaults(argv, os.environ)
     asking_only = _has_flag(args, "--help", "-h", "--helpfull", "--version_tb")
     logdir = _logdir_of(args)
     if logdir and not asking_only and "://" not in logdir:
@@ -73,9 +82,14 @@ def main(argv: Sequence[str] | None = None) -> int:
               "Install the serving extra: pip install '.[serve]'", file=sys.stderr)
         return 2
     if not asking_only:
-        from lightx2v.tensorboard.patches import apply_fixes
+        from lightx2v.tensorboard.patches import apply_fixes, guard_hosts
 
-        results = apply_fixes()
+        try:
+            guard_hosts(hosts)
+            results = apply_fixes()
+        except (RuntimeError, settings.SettingError) as exc:
+            print(f"lightx2v.tensorboard: {exc}", file=sys.stderr)
+            return 2
         applied = [name for name, problem in results.items() if problem is None]
         logging.getLogger("lightx2v.tensorboard").info(
             "lightx2v.tensorboard: plugin fixes applied: %s; logdir %s", ", ".join(applied) or "none", logdir)

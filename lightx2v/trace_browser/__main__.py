@@ -12,7 +12,8 @@ import argparse
 import os
 import sys
 
-from lightx2v.trace_browser.server import DEFAULT_PERFETTO_UI, serve
+from lightx2v import hostcheck, settings
+from lightx2v.trace_browser.server import DEFAULT_PERFETTO_UI, root_problem, serve
 
 
 def main(argv=None) -> int:
@@ -23,13 +24,26 @@ def main(argv=None) -> int:
     parser.add_argument("--port", type=int, default=int(env.get("TRACE_BROWSER_PORT") or 9001))
     parser.add_argument("--host", default=env.get("LIGHTX2V_BIND_HOST") or "127.0.0.1")
     parser.add_argument("--url", default=env.get("LIGHTX2V_TRACE_BROWSER_URL") or None,
-                        help="the URL users open (written to <root>/.trace_browser.json)")
+                        help="the URL users open (written to <root>/.trace_browser/)")
     parser.add_argument("--perfetto-ui", default=env.get("LIGHTX2V_PERFETTO_UI") or DEFAULT_PERFETTO_UI)
+    parser.add_argument(hostcheck.FLAG, action="append", default=[], metavar="NAME",
+                        help="one more Host name to answer to (repeatable; also $LIGHTX2V_ALLOWED_HOSTS): a LAN "
+                             "name, or the Host a proxy forwards. Loopback, IP addresses, this hostname and "
+                             "the --url host are always allowed")
+    parser.add_argument("--create-root", action="store_true",
+                        help="create --root when it is missing (the stack's supervisord does; else an error)")
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port must be 0-65535, got {args.port}")
     try:
-        serve(args.root, args.host, args.port, args.url, args.perfetto_ui)
+        hosts = hostcheck.build(args.allowed_host, args.url)
+    except settings.SettingError as exc:
+        parser.error(str(exc))
+    problem = root_problem(args.root, args.create_root)
+    if problem:
+        parser.error(problem)
+    try:
+        serve(args.root, args.host, args.port, args.url, args.perfetto_ui, hosts)
     except OSError as exc:
         print(f"trace_browser: cannot serve {args.root} on {args.host}:{args.port}: {exc.strerror or exc}",
               file=sys.stderr)

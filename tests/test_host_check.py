@@ -16,9 +16,14 @@ from conftest import H200_TRACE, free_port, subprocess_env
 from helpers.procs import PLUGIN, Server, launcher, wait_until
 
 FOREIGN = "evil.example.com"
-TRACE = "torch_profile/20261129-120000_infer_main/rank0_host.pt.trace.json.gz"
+RUN = "20261129-120000_infer_main"
+TRACE = f"torch_profile/{RUN}/rank0_host.pt.trace.json.gz"
 PUBLIC_URL = "http://gpu-host.example:9001/"
 FLAG_NAME, ENV_NAMES = "lan-box.example", "proxy.example, jupyter.example.org"
+
+
+def runs_of(port: int) -> list[str]:
+    return json.loads(request(port, f"{PLUGIN}/runs", "127.0.0.1")[1])["runs"]
 
 
 def request(port: int, path: str, host: str, method: str = "GET", body: bytes | None = None,
@@ -60,7 +65,7 @@ def tensorboard_port(results):
     server = launcher(results / "torch_profile", port, "--allowed-host", FLAG_NAME, LIGHTX2V_ALLOWED_HOSTS=ENV_NAMES,
                       LIGHTX2V_TRACE_BROWSER_URL=PUBLIC_URL)
     try:
-        wait_until(lambda: request(port, f"{PLUGIN}/runs", "127.0.0.1")[0] == 200, 120, what="TensorBoard")
+        wait_until(lambda: RUN in runs_of(port), 120, what="TensorBoard listing the run")
         yield port
     finally:
         server.stop()
@@ -150,7 +155,7 @@ def test_own_names_are_answered(browser_port, tensorboard_port, host):
     status, body = request(browser_port, f"/files/{TRACE}", host)
     assert status == 200 and body == H200_TRACE.read_bytes()
     status, body = request(tensorboard_port, f"{PLUGIN}/runs", host)
-    assert status == 200 and "20261129-120000_infer_main" in json.loads(body)["runs"]
+    assert status == 200 and RUN in json.loads(body)["runs"]
 
 
 @pytest.mark.parametrize("host", REFUSED)

@@ -97,7 +97,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if path in ("/", "/index.html"):
                 page = render_index(list_traces(self.server.root), root=self.server.root,
-                                    host=self.headers.get("Host") or "127.0.0.1:9001",
+                                    host=self.headers.get("Host") or f"127.0.0.1:{self.server.server_address[1]}",
                                     perfetto_ui=self.server.perfetto_ui)
                 page = capture_panel.with_panel(page)
                 page = add_banner(page, self.server.root)  # LightX2V's original profiler module at work?

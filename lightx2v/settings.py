@@ -140,14 +140,11 @@ parse_path = Parser(_path, None)
 parse_names = Parser(split_names, None)
 
 
-def _tensorboard_fix_names() -> Optional[frozenset[str]]:
-    """The plugin fixes' names, from their owner; None when it cannot be imported (then any name passes here, and
-    the TensorBoard launcher, which needs it, says what is missing)."""
-    try:
-        from lightx2v.tensorboard.patches import FIXES
-    except Exception:
-        return None
-    return frozenset([fix.name for fix in FIXES] + ["all"])
+def _tensorboard_fix_names() -> frozenset[str]:
+    """The plugin fixes' names (declared beside the fix machinery, which imports nothing of ours) and `all`."""
+    from lightx2v.tensorboard.fix import FIX_NAMES
+
+    return frozenset([*FIX_NAMES, "all"])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,6 +209,9 @@ RESULTS_DIR = _declare("LIGHTX2V_RESULTS_DIR", "save_results", parse_path,
 TRACE_BROWSER_URL = _declare("LIGHTX2V_TRACE_BROWSER_URL", None, parse_url,
                              "the trace browser's URL as users open it (printed in hints and TensorBoard's notices)",
                              (TRACE_BROWSER, TENSORBOARD), default_doc="http://127.0.0.1:<its port>/")
+ALLOWED_HOSTS = _declare("LIGHTX2V_ALLOWED_HOSTS", (), parse_names,
+                         "more Host names TensorBoard and the trace browser answer to (comma-separated; `*`: any)",
+                         (TENSORBOARD, TRACE_BROWSER), default_doc="none")
 PERFETTO_UI = _declare("LIGHTX2V_PERFETTO_UI", "https://ui.perfetto.dev", parse_url,
                        "the Perfetto UI the trace browser's links open", (TRACE_BROWSER,))
 TB_SKIP_FIXES = _declare("LIGHTX2V_TB_SKIP_FIXES", (), names_among(_tensorboard_fix_names),

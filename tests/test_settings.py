@@ -105,12 +105,6 @@ STANDALONE = {
     "lightx2v/utils/torch_trace_profiler.py": "the drop-in stands alone in a user's checkout (names checked above)",
     "lightx2v/assets/__init__.py": "the image's assets stage copies lightx2v/assets alone (name checked above)",
 }
-NOT_YET_SWITCHED = {  # TEMPORARY: the servers branch moves these reads to settings.get; remove after its merge
-    "lightx2v/tensorboard/offline.py": "LIGHTX2V_TRACE_BROWSER_URL, TRACE_BROWSER_PORT",
-    "lightx2v/tensorboard/patches.py": "LIGHTX2V_TB_SKIP_FIXES",
-}
-
-
 def _is_os_environ(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "environ"
 
@@ -151,7 +145,7 @@ def test_nothing_outside_the_registry_reads_our_variables():
     reads = {}
     for path in sorted((REPO_ROOT / "lightx2v").rglob("*.py")):
         rel = path.relative_to(REPO_ROOT).as_posix()
-        if rel not in STANDALONE and rel not in NOT_YET_SWITCHED and (found := environment_reads(path.read_text())):
+        if rel not in STANDALONE and (found := environment_reads(path.read_text())):
             reads[rel] = found
     assert reads == {}, "read these through lightx2v.settings.get"
 

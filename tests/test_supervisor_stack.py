@@ -119,7 +119,8 @@ def test_trace_browser_lists_the_captures(stack):
     traces = get_json(f"http://127.0.0.1:{stack['browser']}/api/traces")
     paths = [t["path"] for t in traces]
     assert "torch_profile/first_run/rank0_test.pt.trace.json" in paths
-    discovery = json.loads((stack["workdir"] / "save_results" / ".trace_browser.json").read_text())
+    (discovery_file,) = (stack["workdir"] / "save_results" / ".trace_browser").glob("*.json")
+    discovery = json.loads(discovery_file.read_text())
     assert discovery["port"] == stack["browser"] and discovery["url"] == f"http://127.0.0.1:{stack['browser']}/"
     assert discovery["pid"] == int(supervisorctl(stack["env"], "pid", "trace_browser").strip())
 
@@ -150,7 +151,7 @@ def test_sigterm_stops_everything_within_10_s(stack):
     assert elapsed < 10, f"supervisord took {elapsed:.1f} s"
     wait_until(lambda: not any(alive(pid) for pid in tree), 2, what="every child to be gone")
     assert not any(process_group(g) for g in groups), "a process outlived its group"
-    assert not (stack["workdir"] / "save_results" / ".trace_browser.json").exists()
+    assert not list((stack["workdir"] / "save_results" / ".trace_browser").glob("*.json"))
     assert server.proc.returncode == 0
 
 

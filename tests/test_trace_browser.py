@@ -6,6 +6,7 @@ import gzip
 import http.client
 import json
 import os
+import socket
 import sys
 import time
 
@@ -120,8 +121,9 @@ def test_read_only(browser, method):
 
 
 def test_discovery_file_written_then_removed_on_sigterm(browser):
-    discovery = browser["root"] / ".trace_browser.json"
+    discovery = browser["root"] / ".trace_browser" / f"{socket.gethostname()}_{browser['server'].pid}.json"
     data = json.loads(discovery.read_text())
+    assert data.pop("started") <= time.time()
     assert data == {"pid": browser["server"].pid, "port": browser["port"], "url": "http://127.0.0.1:19001/"}
     browser["server"].stop()
     assert browser["server"].proc.returncode == 0

@@ -8,6 +8,8 @@ where you give no such flag (TensorBoard's own help, printed below this, shows i
   --host    $LIGHTX2V_BIND_HOST when set and neither --host nor --bind_all is given (else TensorBoard's:
             localhost, loopback only)
 Set LIGHTX2V_TB_SKIP_FIXES=name,... (or `all`) to start with some or all plugin fixes left out.
+Every request passes a Host check (DNS rebinding): add names with --allowed-host NAME (repeatable) or
+LIGHTX2V_ALLOWED_HOSTS=name,... (see lightx2v/hostcheck.py).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
-from lightx2v import settings
+from lightx2v import hostcheck, settings
 from lightx2v.utils.torch_trace_profiler import DEFAULT_TB_DIR, ENV_DIR
 
 PROG = "lightx2v.tensorboard"
@@ -62,11 +64,18 @@ def _setup_logging() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     settings.exit_on_bad_values(settings.TENSORBOARD, label=PROG)
-    args = with_defaults(sys.argv[1:] if argv is None else argv, os.environ)
+    try:  # --allowed-host is ours: TensorBoard's own parser never sees it
+        allowed, argv = hostcheck.take_flags(sys.argv[1:] if argv is None else argv)
+        hosts = hostcheck.build(allowed)
+    except ValueError as exc:  # settings.SettingError included
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    args = with_defaults(argv, os.environ)
     asking_only = _has_flag(args, *HELP_FLAGS, "--version_tb")
     if _has_flag(args, *HELP_FLAGS):
-        print(f"{__doc__.strip()}\n\n{settings.help_text(settings.TENSORBOARD)}\n\nTensorBoard's own flags:\n",
-              flush=True)
+        print(f"{__doc__.strip()}\n\n{settings.help_text(settings.TENSORBOARD)}\n\n"
+              f"Ours: {hostcheck.FLAG} NAME (repeatable): one more Host name to answer to.\n\n"
+              "TensorBoard's own flags:\n", flush=True)
     logdir = _logdir_of(args)
     if logdir and not asking_only and "://" not in logdir:
         try:
@@ -83,9 +92,14 @@ def main(argv: Sequence[str] | None = None) -> int:
               "Install the serving extra: pip install '.[serve]'", file=sys.stderr)
         return 2
     if not asking_only:
-        from lightx2v.tensorboard.patches import apply_fixes
+        from lightx2v.tensorboard.patches import apply_fixes, guard_hosts
 
-        results = apply_fixes()
+        try:
+            guard_hosts(hosts)
+            results = apply_fixes()
+        except (RuntimeError, settings.SettingError) as exc:
+            print(f"lightx2v.tensorboard: {exc}", file=sys.stderr)
+            return 2
         applied = [name for name, problem in results.items() if problem is None]
         logging.getLogger("lightx2v.tensorboard").info(
             "lightx2v.tensorboard: plugin fixes applied: %s; logdir %s", ", ".join(applied) or "none", logdir)

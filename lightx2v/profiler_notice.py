@@ -24,10 +24,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from lightx2v import settings
+from lightx2v.trace_files import is_tensorboard_name
 from lightx2v.utils.torch_trace_profiler import TENSORBOARD_TRACE_RE, resolve_log_dir
 
 MODULE = "lightx2v/utils/torch_trace_profiler.py"
 INSTALL_COMMAND = "lightx2v-install-profiler"  # on PATH in the Docker image (docker/stack-command)
+# The checkout the stack serves, when it was told: the image sets it (/workspace/LightX2V), so does
+# `python -m lightx2v.serve --checkout PATH`. It names the checkout in the fix even when the logdir is elsewhere.
+ENV_CHECKOUT = settings.CHECKOUT
+PLACEHOLDER = "<your LightX2V checkout>"
 # `{host}_{pid}` then `.{digits}`: what tensorboard_trace_handler names a file when no worker name is given
 _HANDLER_NAME = re.compile(r"^.+_\d+(\.\d+)+\.pt\.trace\.json(\.gz)?$")
 
@@ -41,10 +47,10 @@ class Finding:
 
 
 def _traces(folder: str) -> list[str]:
+    """The TensorBoard-named traces directly in `folder` (the stack's one rule, lightx2v.trace_files)."""
     try:
         with os.scandir(folder) as entries:
-            return sorted(e.name for e in entries if e.is_file() and not e.name.startswith(".")
-                          and TENSORBOARD_TRACE_RE.match(e.name))
+            return sorted(e.name for e in entries if e.is_file() and is_tensorboard_name(e.name))
     except OSError:
         return []
 
@@ -58,7 +64,11 @@ def _subdirs(folder: str) -> list[str]:
 
 
 def _checkout_of(logdir: str) -> str | None:
-    """`<checkout>` for a logdir `<checkout>/save_results/torch_profile` that holds a `lightx2v` package."""
+    """The checkout the stack was told it serves ($LIGHTX2V_CHECKOUT, a folder), else `<checkout>` for a logdir
+    `<checkout>/save_results/torch_profile` that holds a `lightx2v` package."""
+    told = settings.get(ENV_CHECKOUT)
+    if told and os.path.isdir(told):
+        return os.path.abspath(told)
     checkout = Path(logdir).resolve().parent.parent
     return str(checkout) if (checkout / "lightx2v" / "__init__.py").is_file() else None
 
@@ -70,7 +80,8 @@ def find_original_traces(logdir: str) -> Finding | None:
         return Finding(logdir, len(straight), straight[-1], _checkout_of(logdir))
     for sub in _subdirs(logdir):
         names = _traces(os.path.join(logdir, sub))
-        per_process = Counter(TENSORBOARD_TRACE_RE.match(n).group(1) for n in names if _HANDLER_NAME.match(n))
+        matches = (TENSORBOARD_TRACE_RE.match(n) for n in names if _HANDLER_NAME.match(n))
+        per_process = Counter(m.group(1) for m in matches if m)
         worker, count = per_process.most_common(1)[0] if per_process else ("", 0)
         if count >= 2:
             example = next(n for n in names if n.startswith(worker + "."))
@@ -80,7 +91,7 @@ def find_original_traces(logdir: str) -> Finding | None:
 
 def fix_command(checkout: str | None) -> str:
     """The one command that puts the fixed module into `checkout`."""
-    target = checkout or "<your LightX2V checkout>"
+    target = checkout or PLACEHOLDER
     if shutil.which(INSTALL_COMMAND):
         return f"{INSTALL_COMMAND} {target}"
     source = Path(__file__).resolve().parent / "utils" / "torch_trace_profiler.py"
@@ -88,7 +99,7 @@ def fix_command(checkout: str | None) -> str:
 
 
 def notice_text(finding: Finding) -> str:
-    target = finding.checkout or "<your LightX2V checkout>"
+    target = finding.checkout or PLACEHOLDER
     where = ("straight in" if "/" not in finding.example else "from one process in one folder of")
     return (
         f"{finding.files} trace file(s) {where} {finding.logdir} (e.g. {finding.example}): they come from "

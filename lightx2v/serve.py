@@ -8,13 +8,15 @@ brings (LightX2V's package has the same name); the inference command keeps the u
 
 It runs supervisord with the project's `docker/supervisord.conf` (needs a source checkout or an editable
 install, and the serving extra: `pip install -e '.[serve]'`), sets the environment that file reads, prints
-the URLs, and stops the whole stack on Ctrl-C or SIGTERM. Outside a container it listens on 127.0.0.1 only:
-from a laptop, use the printed `ssh -L` line; `--bind-all` listens on every interface instead.
+the URLs, and stops the whole stack on Ctrl-C or SIGTERM. It listens on 127.0.0.1 only unless told otherwise
+(`--bind-all`, `--host ADDR`, or $LIGHTX2V_BIND_HOST, which the Docker image sets to 0.0.0.0): TensorBoard and
+the trace browser have no login. From a laptop, use the printed `ssh -L` line.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import shlex
 import shutil
@@ -26,14 +28,16 @@ import tempfile
 import time
 from pathlib import Path
 
+from lightx2v import settings
 from lightx2v.utils.torch_trace_profiler import resolve_log_dir
 
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
+ALL_INTERFACES = "0.0.0.0"
 
 
 def find_conf(environ=os.environ) -> Path:
     """docker/supervisord.conf of this checkout (or $LIGHTX2V_SUPERVISOR_CONF); SystemExit if missing."""
-    conf = Path(environ.get("LIGHTX2V_SUPERVISOR_CONF") or SOURCE_ROOT / "docker" / "supervisord.conf")
+    conf = Path(settings.get(settings.SUPERVISOR_CONF, environ) or SOURCE_ROOT / "docker" / "supervisord.conf")
     if not conf.is_file():
         raise SystemExit(
             f"serve: {conf} not found. `python -m lightx2v.serve` runs the supervisor config shipped in the "
@@ -42,37 +46,60 @@ def find_conf(environ=os.environ) -> Path:
     return conf
 
 
-def in_container() -> bool:
-    return os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")
+def listen_host(args: argparse.Namespace, environ=os.environ) -> str:
+    """Where the viewers listen: what the user said (--bind-all, --host, $LIGHTX2V_BIND_HOST), else loopback.
+
+    Never guessed from the machine (a `/.dockerenv` is also found in dev containers, some VMs and containers on
+    the host network, where all interfaces would expose the viewers, which have no login): the Docker image says
+    so itself, by setting LIGHTX2V_BIND_HOST=0.0.0.0."""
+    if args.bind_all:
+        return ALL_INTERFACES
+    return args.host or settings.get(settings.BIND_HOST, environ)
 
 
-def port_problem(host: str, port: int) -> str | None:
-    """Why `port` cannot be listened on at `host`, or None when it is free."""
+def bind_problem(host: str, port: int, what: str, port_flag: str, host_source: str = "--host") -> str | None:
+    """Why the `what` server cannot listen on `host`:`port`, as one line that names the real cause (the address
+    or the port) and the flag that changes it; None when it can."""
     try:
         with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((host, port))
+    except socket.gaierror as exc:
+        return (f"cannot listen on {host!r} ({host_source}): not an IP address, and no such host name "
+                f"({exc.strerror}). Pick another with --host, or --bind-all.")
     except OSError as exc:
-        return exc.strerror or str(exc)
+        reason = exc.strerror or str(exc)
+        if exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+            return (f"cannot listen on {host} ({host_source}): {reason}: it is not an address of this machine. "
+                    "Pick another with --host, or --bind-all.")
+        if exc.errno == errno.EACCES and port < 1024:
+            return (f"cannot use port {port} for the {what} on {host}: {reason} (ports below 1024 need root). "
+                    f"Pick another with {port_flag}.")
+        if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+            return f"cannot use port {port} for the {what} on {host}: {reason}. Pick another with {port_flag}."
+        return f"cannot listen on {host}:{port} for the {what}: {reason} (check {host_source} and {port_flag})."
     return None
 
 
-def answers(port: int) -> bool:
+def answers(port: int, host: str = "127.0.0.1") -> bool:
+    if host in (ALL_INTERFACES, "::"):
+        host = "127.0.0.1"
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+        with socket.create_connection((host, port), timeout=0.5):
             return True
     except OSError:
         return False
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    env = os.environ
+    settings.exit_on_bad_values(settings.SERVE)  # its own variables and those of the programs it starts
     p = argparse.ArgumentParser(prog="python -m lightx2v.serve", description=__doc__,
+                                epilog=settings.help_text(settings.SERVE),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--port", type=int, default=int(env.get("TENSORBOARD_PORT") or 16006),
-                   help="TensorBoard port (default $TENSORBOARD_PORT or 16006)")
-    p.add_argument("--browser-port", type=int, default=int(env.get("TRACE_BROWSER_PORT") or 9001),
-                   help="trace browser (Perfetto page) port (default $TRACE_BROWSER_PORT or 9001)")
+    p.add_argument("--port", type=int, default=settings.get(settings.TENSORBOARD_PORT),
+                   help="TensorBoard port (default $TENSORBOARD_PORT, else 16006)")
+    p.add_argument("--browser-port", type=int, default=settings.get(settings.TRACE_BROWSER_PORT),
+                   help="trace browser (Perfetto page) port (default $TRACE_BROWSER_PORT, else 9001)")
     p.add_argument("--checkout", type=Path, default=None,
                    help="a LightX2V checkout: serve its save_results (logdir save_results/torch_profile)")
     p.add_argument("--logdir", default=None,
@@ -83,7 +110,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "$LIGHTX2V_RESULTS_DIR or save_results)")
     bind = p.add_mutually_exclusive_group()
     bind.add_argument("--bind-all", action="store_true", help="listen on all interfaces (0.0.0.0)")
-    bind.add_argument("--host", default=None, help="listen address (default 127.0.0.1; 0.0.0.0 in a container)")
+    bind.add_argument("--host", default=None,
+                      help="listen address (default $LIGHTX2V_BIND_HOST, else 127.0.0.1: loopback only)")
     p.add_argument("--no-inference", action="store_true", help="do not run the default inference at start")
     p.add_argument("--infer-cmd", default=None, help="your own inference command instead of the default "
                    "(default $LIGHTX2V_INFER_CMD, else the embedded tiny Qwen-Image run)")
@@ -101,7 +129,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         args.logdir = (os.path.join(args.results_dir, "torch_profile") if args.results_dir is not None
                        else resolve_log_dir())
     if args.results_dir is None:
-        args.results_dir = env.get("LIGHTX2V_RESULTS_DIR") or "save_results"
+        args.results_dir = settings.get(settings.RESULTS_DIR)
     for name in ("port", "browser_port"):
         if not 1 <= getattr(args, name) <= 65535:
             p.error(f"--{name.replace('_', '-')} must be 1-65535, got {getattr(args, name)}")
@@ -123,7 +151,7 @@ def stack_env(args: argparse.Namespace, run_dir: str, environ=os.environ) -> dic
     """The environment docker/supervisord.conf and its programs read. PYTHONPATH stays the user's: only the
     viewers (through `stack-python`) and the embedded demo get this source tree on theirs."""
     env = dict(environ)
-    host = "0.0.0.0" if args.bind_all else (args.host or ("0.0.0.0" if in_container() else "127.0.0.1"))
+    host = listen_host(args, environ)
     env.update({
         "LIGHTX2V_SUPERVISOR_RUN_DIR": run_dir,
         "LIGHTX2V_STACK_PYTHON": write_stack_python(run_dir),
@@ -137,6 +165,8 @@ def stack_env(args: argparse.Namespace, run_dir: str, environ=os.environ) -> dic
         "PYTHONUNBUFFERED": "1",
     })
     env.setdefault("LIGHTX2V_TENSORBOARD_PORT", str(args.port))  # the port the profiler's hints print
+    if args.checkout is not None:  # the profiler notice's fix names it (lightx2v.profiler_notice.ENV_CHECKOUT)
+        env["LIGHTX2V_CHECKOUT"] = os.path.abspath(args.checkout)
     if args.infer_cmd:
         env["LIGHTX2V_INFER_CMD"] = args.infer_cmd
     if args.no_inference:
@@ -168,15 +198,16 @@ def main(argv=None) -> int:
     run_dir = tempfile.mkdtemp(prefix="lightx2v-serve-")
     env = stack_env(args, run_dir)
     host = env["LIGHTX2V_BIND_HOST"]
+    host_source = ("--bind-all" if args.bind_all else "--host" if args.host else
+                   f"${settings.BIND_HOST}" if settings.is_set(settings.BIND_HOST) else "the default")
     ports = [("TensorBoard", args.port, "--port")]
     if not args.no_trace_browser:
         ports.append(("trace browser", args.browser_port, "--browser-port"))
     for what, port, flag in ports:
-        problem = port_problem(host, port)
+        problem = bind_problem(host, port, what, flag, host_source)
         if problem:
             shutil.rmtree(run_dir, ignore_errors=True)
-            print(f"serve: cannot use port {port} for the {what} on {host}: {problem}. Pick another with {flag}.",
-                  file=sys.stderr)
+            print(f"serve: {problem}", file=sys.stderr)
             return 2
     os.makedirs(env["LIGHTX2V_TORCH_PROFILE_DIR"], exist_ok=True)
     timeline_ready = args.no_trace_browser or ensure_offline_assets(install=not args.no_assets_install)
@@ -201,7 +232,7 @@ def main(argv=None) -> int:
     announced, started = False, time.monotonic()
     try:
         while supervisord.poll() is None:
-            if not announced and not stopping and answers(args.port):
+            if not announced and not stopping and answers(args.port, host):
                 announced = True
                 print(f"serve: TensorBoard answers after {time.monotonic() - started:.1f} s: "
                       f"http://127.0.0.1:{args.port}/#pytorch_profiler", flush=True)
@@ -223,7 +254,8 @@ def ensure_offline_assets(install: bool = True, timeout: float = 90) -> bool:
         return True
     if not install:
         return False
-    from lightx2v.assets.install import InstallError, install as install_assets
+    from lightx2v.assets.install import InstallError
+    from lightx2v.assets.install import install as install_assets
 
     print(f"serve: installing the offline views' browser files into {assets_dir()} ({INSTALL_COMMAND}) ...",
           flush=True)

@@ -26,7 +26,8 @@ def handler_capture(logdir, steps: int = 2) -> None:
     import torch.profiler as tp
 
     for _ in range(steps):
-        with tp.profile(activities=[tp.ProfilerActivity.CPU], schedule=tp.schedule(wait=0, warmup=0, active=1, repeat=1),
+        with tp.profile(activities=[tp.ProfilerActivity.CPU],
+                        schedule=tp.schedule(wait=0, warmup=0, active=1, repeat=1),
                         on_trace_ready=tp.tensorboard_trace_handler(str(logdir))) as prof:
             torch.ones(4) @ torch.ones(4)
             prof.step()
@@ -116,3 +117,32 @@ def test_install_refuses_what_is_not_a_checkout(tmp_path, layout):
     result = install(str(tmp_path / "x"), cwd=tmp_path)
     assert result.returncode == 2 and "LightX2V checkout" in result.stderr and "Traceback" not in result.stderr
 
+
+
+def test_serve_checkout_gives_the_exact_cp_on_the_page_even_with_the_logdir_elsewhere(tmp_path):
+    """`serve --checkout PATH` tells the stack its checkout (LIGHTX2V_CHECKOUT): the page's fix is the exact `cp`,
+    not `<your LightX2V checkout>`, also when the logdir (`--logdir`) does not sit inside the checkout."""
+    from conftest import free_port
+    from helpers.procs import Server, http_get, wait_until
+
+    from lightx2v import serve
+
+    root = checkout(tmp_path / "LightX2V")
+    (root / "save_results").mkdir()
+    logdir = tmp_path / "elsewhere" / "torch_profile"
+    handler_capture(logdir, steps=2)
+    args = serve.parse_args(["--checkout", str(root), "--logdir", str(logdir), "--no-inference"])
+    env = serve.stack_env(args, str(tmp_path), environ={})
+    told = {k: env[k] for k in ("LIGHTX2V_CHECKOUT", "LIGHTX2V_TORCH_PROFILE_DIR", "LIGHTX2V_RESULTS_DIR")}
+    assert told["LIGHTX2V_CHECKOUT"] == str(root)
+    port = free_port()
+    server = Server([sys.executable, "-m", "lightx2v.trace_browser", "--root", told["LIGHTX2V_RESULTS_DIR"],
+                     "--port", str(port)], LIGHTX2V_BIND_HOST="", **told)
+    try:
+        wait_until(lambda: http_get(f"http://127.0.0.1:{port}/api/traces")[0] == 200, 30, what="the browser")
+        page = http_get(f"http://127.0.0.1:{port}/")[2].decode()
+    finally:
+        server.stop()
+    assert "id=profiler-notice" in page and "&lt;your LightX2V checkout&gt;" not in page
+    assert f"<pre>cp {FIXED} {root}/lightx2v/utils/torch_trace_profiler.py</pre>" in page
+    assert f"git -C {root} checkout" in page

@@ -6,6 +6,7 @@ import gzip
 import http.client
 import json
 import os
+import socket
 import sys
 import time
 
@@ -144,8 +145,9 @@ def test_read_only(browser, method):
 
 
 def test_discovery_file_written_then_removed_on_sigterm(own_browser):
-    discovery = own_browser["root"] / ".trace_browser.json"
+    discovery = own_browser["root"] / ".trace_browser" / f"{socket.gethostname()}_{own_browser['server'].pid}.json"
     data = json.loads(discovery.read_text())
+    assert data.pop("started") <= time.time()
     assert data == {"pid": own_browser["server"].pid, "port": own_browser["port"], "url": "http://127.0.0.1:19001/"}
     own_browser["server"].stop()
     assert own_browser["server"].proc.returncode == 0

@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
-import sys
 import subprocess
+import sys
 
 import pytest
-
 from conftest import H200_TRACE, subprocess_env
-from lightx2v.trace_summary import intervals
-from lightx2v.trace_summary.analyze import IDLE_FLAG_RATIO, analyze_trace
-from lightx2v.trace_summary.names import short_name
-from lightx2v.trace_summary.render import render_rank
 from helpers.summary import (
     back_to_back,
     capture_cpu_trace,
@@ -23,6 +18,11 @@ from helpers.summary import (
     trace_doc,
     write_json,
 )
+
+from lightx2v.trace_summary import intervals
+from lightx2v.trace_summary.analyze import IDLE_FLAG_RATIO, analyze_trace
+from lightx2v.trace_summary.names import short_name
+from lightx2v.trace_summary.render import render_rank
 
 
 @pytest.fixture(scope="module")

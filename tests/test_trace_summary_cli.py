@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import H200_TRACE, subprocess_env
+
 from lightx2v.trace_summary import write_capture_summary
 from lightx2v.trace_summary.model import SCHEMA
 
@@ -39,12 +39,14 @@ def test_json_output_has_the_documented_fields():
     doc = json.loads(proc.stdout)
     assert doc["schema"] == SCHEMA
     (run,) = doc["runs"]
-    assert set(run) == {"label", "path", "ranks", "comparison", "straggler"}
+    assert set(run) == {"label", "path", "ranks", "comparison", "straggler", "skipped_files", "damaged_files"}
+    assert run["skipped_files"] == [] and run["damaged_files"] == []
     assert run["comparison"] is None and run["straggler"] is None
     (rank,) = run["ranks"]
     assert set(rank) == {"file", "size_bytes", "compressed", "worker", "rank", "world_size", "devices", "versions",
                          "event_count", "trace_span_us", "steps", "gpu", "idle", "top_kernels", "top_cpu_ops",
-                         "cpu_self_total_us", "memory_ops", "gpu_comm_us", "notes"}
+                         "cpu_self_total_us", "memory_ops", "gpu_comm_us", "notes", "skipped_events"}
+    assert rank["skipped_events"] == []  # a real trace: nothing malformed
     (step,) = rank["steps"]
     assert set(step) == {"name", "number", "start_us", "wall_us", "cpu_us", "gpu_busy_us", "gpu_busy_pct",
                          "kernel_count", "idle"}
@@ -111,8 +113,10 @@ def test_bad_paths_give_one_clear_line(tmp_path):
     data = H200_TRACE.read_bytes()
     (tmp_path / "cut.pt.trace.json.gz").write_bytes(data[: len(data) // 3])
     assert_clear_error(cli(tmp_path / "cut.pt.trace.json.gz"), "truncated gzip")
-    # One bad path among good ones still fails the command, naming the bad one.
-    assert_clear_error(cli(H200_TRACE, tmp_path / "missing.json"), "missing.json")
+    # One bad path among good ones still fails the command, naming the bad one, after the good one's report.
+    proc = cli(H200_TRACE, tmp_path / "missing.json")
+    assert proc.returncode == 1 and proc.stdout == cli(H200_TRACE).stdout
+    assert proc.stderr.splitlines() == [f"trace_summary: error: {tmp_path / 'missing.json'}: no such file or directory"]
 
 
 def test_usage_errors_exit_2(tmp_path):

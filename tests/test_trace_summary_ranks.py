@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO_ROOT, subprocess_env
 from helpers.torchrun import run_torchrun
+
 from lightx2v.trace_summary import summarize_paths
 from lightx2v.trace_summary.names import PLUGIN_TRACE_RE
 

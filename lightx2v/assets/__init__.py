@@ -18,7 +18,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ENV_ASSETS_DIR = "LIGHTX2V_ASSETS_DIR"
+ENV_ASSETS_DIR = "LIGHTX2V_ASSETS_DIR"  # its own name, as lightx2v.settings declares it: the image's assets stage
+# copies this package alone (see the Dockerfile), so it cannot import the registry
 INSTALL_COMMAND = "python -m lightx2v.assets install"
 
 

@@ -7,7 +7,6 @@ writes and reads, so this works from another venv, container or version: nothing
 from __future__ import annotations
 
 import dataclasses
-import glob
 import json
 import os
 import secrets
@@ -15,12 +14,27 @@ import socket
 import time
 from typing import Any, Optional
 
-# The protocol's names, as the drop-in module defines them (it is torch-free at import).
-from lightx2v.utils.torch_trace_profiler import CONTROL_DIR, CONTROL_PROTOCOL, REQUEST_SUFFIX, STATUS_SUFFIX
+from lightx2v.fileio import write_atomically
 
-SEARCH_DEPTH = 3  # <root>/.capture, <root>/torch_profile/.capture, ... : a results root or a logdir both work
+# The protocol's names, as the drop-in module defines them (it is torch-free at import).
+from lightx2v.utils.torch_trace_profiler import (
+    CONTROL_DIR,
+    CONTROL_PROTOCOL,
+    ENV_REMOTE,
+    REQUEST_SUFFIX,
+    STATUS_SUFFIX,
+)
+
+SEARCH_DEPTH = 6  # folders below the one named: /data finds /data/svc/save_results/torch_profile/.capture
+SEARCH_FOLDERS = 5000  # at most this many folders are looked at per search, so a huge tree stays quick
+SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__", "site-packages", "dist-packages", "proc", "sys"})
 MISSED_HEARTBEATS = 5  # a process whose status is older than this many heartbeats is gone (or hung)
 ACK_SECONDS = 10.0  # a running process answers a request within one poll (0.5 s); this is the patience
+KEEP_EXITED = 20  # per logdir, the status files of this many exited processes are kept (the newest) ...
+KEEP_EXITED_SECONDS = 24 * 3600.0  # ... and none older than a day; a running process's file is never removed
+WHY_NOT_LISTED = ("a process shows up after its first capture, and only with profile_format='tensorboard' (a "
+                  "chrome-format process writes no status file, so it cannot be armed) and remote arming on "
+                  f"({ENV_REMOTE} not 0), writing under this folder")
 
 
 class NotArmed(Exception):
@@ -87,18 +101,116 @@ class Process:
         return "; ".join(parts)
 
 
-def find_processes(root: str) -> list[Process]:
-    """Every process that has a status file under ``root`` (a logdir or a folder above it), newest first."""
-    root = os.path.abspath(root)
+@dataclasses.dataclass(frozen=True)
+class Search:
+    """The control folders found under a root, and whether the search stopped at its folder limit."""
+
+    control_dirs: list[str]
+    truncated: bool
+
+
+def find_control_dirs(root: str, depth: int = SEARCH_DEPTH, limit: int = SEARCH_FOLDERS) -> Search:
+    """Every ``.capture`` folder under ``root``, searched down at most ``depth`` folders and ``limit`` folders in
+    all, breadth first (the nearest logdirs are found first). Hidden folders, package trees (node_modules,
+    site-packages, ...) and the runs inside a logdir (a folder with a ``.capture``) are not entered."""
+    found: list[str] = []
+    level, seen = [os.path.abspath(root)], 0
+    for _ in range(depth + 1):
+        below: list[str] = []
+        for folder in level:
+            seen += 1
+            if seen > limit:
+                return Search(found, True)
+            try:
+                entries = [e for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)]
+            except OSError:
+                continue
+            names = {e.name for e in entries}
+            if CONTROL_DIR in names:
+                found.append(os.path.join(folder, CONTROL_DIR))
+                continue  # a logdir: its sub-folders are runs
+            below += sorted(e.path for e in entries if not e.name.startswith(".") and e.name not in SKIPPED_FOLDERS)
+        level = below
+    return Search(found, False)
+
+
+def find_processes(root: str, prune: bool = True) -> list[Process]:
+    """Every process that has a status file under ``root`` (a logdir or a folder above it), newest first.
+
+    With ``prune``, the status files of processes that exited long ago are removed first (``prune_exited``)."""
+    return search_processes(root, prune)[0]
+
+
+def search_processes(root: str, prune: bool = True) -> tuple[list[Process], Search]:
+    """``find_processes``, with the search that found them (to say when it stopped at its limit)."""
+    search = find_control_dirs(root)
     found = []
-    for depth in range(SEARCH_DEPTH):
-        pattern = os.path.join(root, *(["*"] * depth), CONTROL_DIR, "*" + STATUS_SUFFIX)
-        for path in glob.glob(pattern):  # `*` never matches hidden folders, so only our `.capture` is entered
-            process = read_process(path)
-            if process is not None:
-                found.append(process)
+    for control in search.control_dirs:
+        try:
+            names = sorted(n for n in os.listdir(control) if n.endswith(STATUS_SUFFIX))
+        except OSError:
+            continue
+        processes = [p for p in (read_process(os.path.join(control, n)) for n in names) if p is not None]
+        if prune:
+            processes = prune_exited(processes)
+        found += processes
     found.sort(key=lambda p: (-p.beat_at, p.id))
-    return found
+    return found, search
+
+
+def prune_exited(processes: list[Process], now: Optional[float] = None, keep: int = KEEP_EXITED,
+                 max_age: float = KEEP_EXITED_SECONDS) -> list[Process]:
+    """Remove the status (and request) files of processes of one control folder that are surely over: exited
+    more than ``max_age`` ago or past the newest ``keep`` exited ones, or gone (no heartbeat) for more than
+    ``max_age`` while their pid does not exist on this host. Returns the processes kept."""
+    now = time.time() if now is None else now
+    exited = sorted((p for p in processes if p.state == "exited"), key=lambda p: -_float(p.status.get("exited_at")))
+    over = {p.status_path for i, p in enumerate(exited) if i >= keep or now - _float(p.status["exited_at"]) > max_age}
+    over |= {p.status_path for p in processes
+             if p.state == "gone" and now - p.beat_at > max_age and _surely_dead(p)}
+    kept = []
+    for process in processes:
+        if process.status_path in over and _remove_if_unchanged(process):
+            continue
+        kept.append(process)
+    return kept
+
+
+def _surely_dead(process: Process) -> bool:
+    """Whether the process is known not to exist: same host name as ours and no such pid here."""
+    if process.host != socket.gethostname() or process.pid <= 0:
+        return False
+    try:
+        os.kill(process.pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # e.g. EPERM: it exists, as another user
+        return False
+    return False
+
+
+def _remove_if_unchanged(process: Process) -> bool:
+    """Remove a process's files unless its status was rewritten since it was read (a new process, same id)."""
+    try:
+        if os.stat(process.status_path).st_mtime != process.beat_at:
+            return False
+        os.unlink(process.status_path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
+        os.unlink(process.request_path)
+    except OSError:
+        pass
+    return True
+
+
+def _float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def read_process(status_path: str) -> Optional[Process]:
@@ -124,8 +236,7 @@ def select(processes: list[Process], pid: Optional[int] = None, ident: Optional[
     if pid is not None:
         chosen = [p for p in processes if p.pid == pid]
         if not chosen:
-            raise NotArmed(f"no process with pid {pid} writes captures here (it never made its first capture, "
-                           "remote arming is off in it, or it writes to another folder)")
+            raise NotArmed(f"no process with pid {pid} writes captures here: {WHY_NOT_LISTED}")
         if len(chosen) > 1:
             raise NotArmed(f"pid {pid} is on several hosts: " + ", ".join(p.id for p in chosen) + "; name one by id")
         return chosen
@@ -145,11 +256,8 @@ def arm(process: Process, by: Optional[str] = None, ack_seconds: float = ACK_SEC
     request_id = secrets.token_hex(8)
     request = {"protocol": CONTROL_PROTOCOL, "id": request_id, "at": time.time(),
                "by": by or f"python -m lightx2v.capture (pid {os.getpid()} on {socket.gethostname()})"}
-    tmp = os.path.join(os.path.dirname(process.request_path), f".{request_id}.request.tmp")
     try:
-        with open(tmp, "w") as f:
-            json.dump(request, f)
-        os.replace(tmp, process.request_path)
+        write_atomically(process.request_path, json.dumps(request))
     except OSError as exc:
         raise NotArmed(f"cannot write {process.request_path}: {exc.strerror or exc}") from exc
     deadline = time.monotonic() + ack_seconds

@@ -1,11 +1,15 @@
 """`python -m lightx2v.tensorboard [TensorBoard flags]`: TensorBoard with the fixed PyTorch Profiler plugin.
 
-Every TensorBoard flag passes through (`--logdir`, `--port`, `--bind_all` / `--host`, ...). Defaults:
+Every TensorBoard flag passes through (`--logdir`, `--port`, `--bind_all` / `--host`, ...). Our defaults, used
+where you give no such flag (TensorBoard's own help, printed below this, shows its stock defaults instead):
   --logdir  $LIGHTX2V_TORCH_PROFILE_DIR, else save_results/torch_profile under the working directory
             (created when missing, so TensorBoard can start before the first capture)
   --port    $TENSORBOARD_PORT, else 16006
-  --host    $LIGHTX2V_BIND_HOST when set and neither --host nor --bind_all is given
+  --host    $LIGHTX2V_BIND_HOST when set and neither --host nor --bind_all is given (else TensorBoard's:
+            localhost, loopback only)
 Set LIGHTX2V_TB_SKIP_FIXES=name,... (or `all`) to start with some or all plugin fixes left out.
+Every request passes a Host check (DNS rebinding): add names with --allowed-host NAME (repeatable) or
+LIGHTX2V_ALLOWED_HOSTS=name,... (see lightx2v/hostcheck.py).
 """
 
 from __future__ import annotations
@@ -15,9 +19,12 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
+from lightx2v import hostcheck, settings
 from lightx2v.utils.torch_trace_profiler import DEFAULT_TB_DIR, ENV_DIR
 
-DEFAULT_PORT = 16006
+PROG = "lightx2v.tensorboard"
+DEFAULT_PORT = settings.DEFAULT_TENSORBOARD_PORT
+HELP_FLAGS = ("--help", "-h", "--helpfull")
 
 
 def _has_flag(argv: Sequence[str], *names: str) -> bool:
@@ -25,14 +32,15 @@ def _has_flag(argv: Sequence[str], *names: str) -> bool:
 
 
 def with_defaults(argv: Sequence[str], environ: Mapping[str, str]) -> list[str]:
-    """TensorBoard's argv with our defaults added where the user gave none."""
+    """TensorBoard's argv with our defaults added where the user gave none (SettingError for a bad variable)."""
     args = list(argv)
     if not _has_flag(args, "--logdir", "--logdir_spec", "--db", "--inspect"):
-        args += ["--logdir", os.path.abspath(environ.get(ENV_DIR) or DEFAULT_TB_DIR)]  # where captures land
+        logdir = settings.get(ENV_DIR, environ) or DEFAULT_TB_DIR
+        args += ["--logdir", os.path.abspath(logdir)]  # where captures land
     if not _has_flag(args, "--port"):
-        args += ["--port", environ.get("TENSORBOARD_PORT") or str(DEFAULT_PORT)]
-    if not _has_flag(args, "--host", "--bind_all") and environ.get("LIGHTX2V_BIND_HOST"):
-        args += ["--host", environ["LIGHTX2V_BIND_HOST"]]
+        args += ["--port", str(settings.get(settings.TENSORBOARD_PORT, environ))]
+    if not _has_flag(args, "--host", "--bind_all") and settings.is_set(settings.BIND_HOST, environ):
+        args += ["--host", settings.get(settings.BIND_HOST, environ)]
     return args
 
 
@@ -55,8 +63,19 @@ def _setup_logging() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = with_defaults(sys.argv[1:] if argv is None else argv, os.environ)
-    asking_only = _has_flag(args, "--help", "-h", "--helpfull", "--version_tb")
+    settings.exit_on_bad_values(settings.TENSORBOARD, label=PROG)
+    try:  # --allowed-host is ours: TensorBoard's own parser never sees it
+        allowed, argv = hostcheck.take_flags(sys.argv[1:] if argv is None else argv)
+        hosts = hostcheck.build(allowed)
+    except ValueError as exc:  # settings.SettingError included
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    args = with_defaults(argv, os.environ)
+    asking_only = _has_flag(args, *HELP_FLAGS, "--version_tb")
+    if _has_flag(args, *HELP_FLAGS):
+        print(f"{__doc__.strip()}\n\n{settings.help_text(settings.TENSORBOARD)}\n\n"
+              f"Ours: {hostcheck.FLAG} NAME (repeatable): one more Host name to answer to.\n\n"
+              "TensorBoard's own flags:\n", flush=True)
     logdir = _logdir_of(args)
     if logdir and not asking_only and "://" not in logdir:
         try:
@@ -73,9 +92,14 @@ def main(argv: Sequence[str] | None = None) -> int:
               "Install the serving extra: pip install '.[serve]'", file=sys.stderr)
         return 2
     if not asking_only:
-        from lightx2v.tensorboard.patches import apply_fixes
+        from lightx2v.tensorboard.patches import apply_fixes, guard_hosts
 
-        results = apply_fixes()
+        try:
+            guard_hosts(hosts)
+            results = apply_fixes()
+        except (RuntimeError, settings.SettingError) as exc:
+            print(f"lightx2v.tensorboard: {exc}", file=sys.stderr)
+            return 2
         applied = [name for name, problem in results.items() if problem is None]
         logging.getLogger("lightx2v.tensorboard").info(
             "lightx2v.tensorboard: plugin fixes applied: %s; logdir %s", ", ".join(applied) or "none", logdir)

@@ -17,13 +17,17 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
+
+from lightx2v import settings
+from lightx2v.tensorboard.fix import code_names, missing
+from lightx2v.utils.torch_trace_profiler import trace_browser_url as discovered_url
 
 CDN_POLYFILL_TAG = '<script src="https://cdnjs.cloudflare.com/ajax/libs/webcomponentsjs/0.7.24/webcomponents.min.js"></script>'
 CHARTS_LOADER_TAG = '<script src="https://www.gstatic.com/charts/loader.js"></script>'
 CHARTS_HOST = "www.gstatic.com"
 POLYFILL_ROUTE = "/webcomponents.min.js"  # next to /trace_embedding.html under the plugin's prefix
-DEFAULT_BROWSER_PORT = 9001
 
 
 def static_file(name: str) -> Path:
@@ -78,19 +82,26 @@ def index_html(trace_browser_url: str, known: bool) -> bytes:
     return original.replace(CHARTS_LOADER_TAG, CHARTS_LOADER_TAG + _FALLBACK.replace("@CONFIG@", config), 1).encode()
 
 
-def trace_browser_url(logdir: str | None, environ=os.environ) -> tuple[str, bool]:
+def trace_browser_url(logdir: str | None, environ: Mapping[str, str] | None = None) -> tuple[str, bool]:
     """(URL of the trace browser, whether one is known to run): $LIGHTX2V_TRACE_BROWSER_URL, else the discovery
-    file of a trace browser serving the logdir or a folder above it, else the default port as a guess."""
-    configured = environ.get("LIGHTX2V_TRACE_BROWSER_URL")
+    file of a trace browser serving the logdir or a folder above it, else its default port as a guess.
+
+    A bad value of either variable falls back to the guess: this only words a notice (the servers that read the
+    variables refuse it at start)."""
+    try:
+        configured = settings.get(settings.TRACE_BROWSER_URL, environ)
+    except settings.SettingError:
+        configured = None
     if configured:
         return configured, True
     if logdir and "://" not in logdir:
-        from lightx2v.utils.torch_trace_profiler import _trace_browser_url
-
-        found = _trace_browser_url(os.path.join(os.path.abspath(logdir), "_"))
+        found = discovered_url(os.path.join(os.path.abspath(logdir), "_"))
         if found:
             return found, True
-    port = environ.get("TRACE_BROWSER_PORT") or DEFAULT_BROWSER_PORT
+    try:
+        port = settings.get(settings.TRACE_BROWSER_PORT, environ)
+    except settings.SettingError:
+        port = settings.SETTINGS[settings.TRACE_BROWSER_PORT].default
     return f"http://127.0.0.1:{port}/", False
 
 
@@ -99,13 +110,11 @@ def trace_browser_url(logdir: str | None, environ=os.environ) -> tuple[str, bool
 def _check_routes(route: str) -> str | None:
     from torch_tb_profiler import plugin
 
-    from lightx2v.tensorboard.patches import _code_names, _missing
-
     cls = plugin.TorchProfilerPlugin
-    problem = _missing(cls, "get_plugin_apps", "static_file_route", "headers")
+    problem = missing(cls, "get_plugin_apps", "static_file_route", "headers")
     if problem:
         return problem
-    if "static_file_route" not in _code_names(getattr(cls.get_plugin_apps, "__wrapped__", cls.get_plugin_apps)):
+    if "static_file_route" not in code_names(getattr(cls.get_plugin_apps, "__wrapped__", cls.get_plugin_apps)):
         return f"TorchProfilerPlugin.get_plugin_apps no longer serves {route} with static_file_route"
     return None
 

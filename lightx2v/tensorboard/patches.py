@@ -17,8 +17,12 @@ import os
 import sys
 import threading
 import time
-from dataclasses import dataclass
-from typing import Callable
+from typing import Any
+
+from lightx2v import settings
+from lightx2v.hostcheck import HostCheck, guard_wsgi
+from lightx2v.tensorboard import offline
+from lightx2v.tensorboard.fix import Fix, code_names, missing
 
 logger = logging.getLogger("lightx2v.tensorboard")
 
@@ -27,26 +31,6 @@ RESCAN_SECONDS = 1
 
 RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver")
 """Kineto's current names for host-side CUDA API events; 0.4.3 only knows the older `runtime`."""
-
-
-@dataclass(frozen=True)
-class Fix:
-    name: str
-    what: str  # one line, for logs and docs
-    where: str  # "server" (TensorBoard's process) or "parser" (each trace-parsing child process)
-    check: Callable[[], str | None]  # None when the plugin looks as expected, else what differs
-    apply: Callable[[], None]
-
-
-def _code_names(func) -> set[str]:
-    """Global and attribute names a function's code uses (its own code only)."""
-    code = getattr(func, "__code__", None)
-    return set(code.co_names) if code is not None else set()
-
-
-def _missing(obj, *names: str) -> str | None:
-    absent = [name for name in names if not hasattr(obj, name)]
-    return f"{getattr(obj, '__name__', obj)} has no {', '.join(absent)}" if absent else None
 
 
 # --- (a) new runs listed within ~1-2 s -------------------------------------------------------------------
@@ -80,15 +64,15 @@ def _check_monitor() -> str | None:
     from torch_tb_profiler import io, plugin, utils
 
     cls = plugin.TorchProfilerPlugin
-    problem = (_missing(cls, "_monitor_runs", "_get_run_name", "_receive_runs")
-               or _missing(plugin, "RunLoader") or _missing(io, "walk", "join") or _missing(io.file, "is_local", "stat")
-               or _missing(utils, "is_chrome_trace_file"))
+    problem = (missing(cls, "_monitor_runs", "_get_run_name", "_receive_runs")
+               or missing(plugin, "RunLoader") or missing(io, "walk", "join") or missing(io.file, "is_local", "stat")
+               or missing(utils, "is_chrome_trace_file"))
     if problem:
         return problem
-    absent = [name for name in _PLUGIN_STATE if name not in _code_names(cls.__init__)]
+    absent = [name for name in _PLUGIN_STATE if name not in code_names(cls.__init__)]
     if absent:
         return f"TorchProfilerPlugin.__init__ no longer sets {', '.join(absent)}"
-    if "_queue" not in _code_names(cls._receive_runs):
+    if "_queue" not in code_names(cls._receive_runs):
         return "TorchProfilerPlugin._receive_runs no longer takes loaded runs from _queue"
     return None
 
@@ -109,7 +93,7 @@ _parser_fixes: tuple[str, ...] = ()
 def _check_loader_children() -> str | None:
     from torch_tb_profiler.profiler import loader
 
-    if not hasattr(loader, "Process") or "Process" not in _code_names(loader.RunLoader.load):
+    if not hasattr(loader, "Process") or "Process" not in code_names(loader.RunLoader.load):
         return "torch_tb_profiler.profiler.loader.RunLoader.load no longer starts multiprocessing Processes"
     return None
 
@@ -172,10 +156,10 @@ def _check_manager() -> str | None:
     from torch_tb_profiler import multiprocessing as tb_mp
     from torch_tb_profiler.io import cache
 
-    problem = _missing(tb_mp, "Manager", "get_start_method")
+    problem = missing(tb_mp, "Manager", "get_start_method")
     if problem:
         return problem
-    if getattr(cache, "mp", None) is not tb_mp or "Manager" not in _code_names(cache.Cache.__init__):
+    if getattr(cache, "mp", None) is not tb_mp or "Manager" not in code_names(cache.Cache.__init__):
         return "torch_tb_profiler.io.cache.Cache no longer creates its Manager through torch_tb_profiler.multiprocessing"
     return None
 
@@ -217,10 +201,10 @@ def _apply_runtime_categories() -> None:
 def _check_call_stacks() -> str | None:
     from torch_tb_profiler.profiler import data, trace
 
-    problem = _missing(data.RunProfileData, "process") or _missing(trace, "OperatorEvent", "EventTypes")
+    problem = missing(data.RunProfileData, "process") or missing(trace, "OperatorEvent", "EventTypes")
     if problem:
         return problem
-    if "callstack" not in _code_names(trace.OperatorEvent.__init__):
+    if "callstack" not in code_names(trace.OperatorEvent.__init__):
         return "trace.OperatorEvent no longer has a callstack attribute"
     if not hasattr(trace.EventTypes, "PYTHON_FUNCTION") or not hasattr(trace.EventTypes, "OPERATOR"):
         return "trace.EventTypes has no PYTHON_FUNCTION / OPERATOR"
@@ -253,10 +237,10 @@ def _check_stack_route() -> str | None:
     from torch_tb_profiler import plugin
 
     cls = plugin.TorchProfilerPlugin
-    problem = _missing(cls, "operation_stack_route", "_get_profile_for_request", "_validate", "respond_as_json")
+    problem = missing(cls, "operation_stack_route", "_get_profile_for_request", "_validate", "respond_as_json")
     if problem:
         return problem
-    if "operation_stack_route" not in _code_names(cls.get_plugin_apps):
+    if "operation_stack_route" not in code_names(cls.get_plugin_apps):
         return "TorchProfilerPlugin.get_plugin_apps no longer routes /operation/stack to operation_stack_route"
     return None
 
@@ -285,8 +269,6 @@ def _apply_stack_route() -> None:
     plugin.TorchProfilerPlugin.operation_stack_route = operation_stack_route
 
 
-from lightx2v.tensorboard import offline  # noqa: E402  (its fixes use the helpers above)
-
 FIXES: tuple[Fix, ...] = (
     Fix("rescan", f"new runs are found every {RESCAN_SECONDS} s instead of every 10 s", "server",
         _check_rescan, _apply_rescan),
@@ -310,14 +292,26 @@ FIXES: tuple[Fix, ...] = (
 )
 
 
+def skipped_fixes(skip: frozenset[str] = frozenset()) -> frozenset[str]:
+    """`skip` and $LIGHTX2V_TB_SKIP_FIXES together, checked: an unknown name is a `settings.SettingError` (one
+    line naming the known ones), so a typo never leaves a fix on silently."""
+    from_env = frozenset(settings.get(settings.TB_SKIP_FIXES))  # the registry checks these names
+    unknown = sorted(frozenset(skip) - {fix.name for fix in FIXES} - {"all"})
+    if unknown:
+        raise settings.SettingError(f"unknown fix name {', '.join(unknown)}; known: "
+                                    f"{', '.join(fix.name for fix in FIXES)}, all")
+    return frozenset(skip) | from_env
+
+
 def apply_fixes(skip: frozenset[str] = frozenset()) -> dict[str, str | None]:
     """Apply every fix whose check passes; returns {fix name: None if applied, else why not}.
 
     One warning is logged for each fix that cannot be applied. `skip` names fixes to leave out
-    (also read from the comma-separated env var LIGHTX2V_TB_SKIP_FIXES; `all` skips every fix).
+    (also read from the comma-separated env var LIGHTX2V_TB_SKIP_FIXES; `all` skips every fix); an unknown
+    name raises `settings.SettingError`.
     """
     global _parser_fixes
-    skip = skip | {name.strip() for name in os.environ.get("LIGHTX2V_TB_SKIP_FIXES", "").split(",") if name.strip()}
+    skip = skipped_fixes(skip)
     if "all" in skip:
         skip = frozenset(fix.name for fix in FIXES)
     results: dict[str, str | None] = {}
@@ -343,3 +337,23 @@ def apply_fixes(skip: frozenset[str] = frozenset()) -> dict[str, str | None]:
                            fix.name, fix.what, problem)
     _parser_fixes = tuple(fix.name for fix in FIXES if fix.where == "parser" and results[fix.name] is None)
     return results
+
+
+def guard_hosts(check: HostCheck) -> None:
+    """Put the Host check (`lightx2v.hostcheck`) in front of TensorBoard's whole WSGI app: every route, every
+    plugin. TensorBoard builds its server through `program.create_port_scanning_werkzeug_server(app, flags)`; we
+    hand it the guarded app. Not a `Fix`: it cannot be skipped, and where the hook is gone TensorBoard must not
+    start unguarded (RuntimeError)."""
+    import importlib
+
+    program: Any = importlib.import_module("tensorboard.program")  # the module itself: `tensorboard.program` is lazy
+
+    original = getattr(program, "create_port_scanning_werkzeug_server", None)
+    if not callable(original):
+        raise RuntimeError("tensorboard.program.create_port_scanning_werkzeug_server is gone: cannot put the Host "
+                           "check in front of this TensorBoard version")
+
+    def make_server(wsgi_app, flags):
+        return original(guard_wsgi(wsgi_app, check), flags)
+
+    program.create_port_scanning_werkzeug_server = make_server

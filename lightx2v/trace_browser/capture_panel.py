@@ -2,15 +2,14 @@
 that arms one (`lightx2v.capture.control`, the same path as `python -m lightx2v.capture arm`).
 
 Routes: GET `/api/capture` (the processes as JSON), POST `/api/capture` with `{"id": "<host>_<pid>"}` (arm it).
-The POST is the page's only write, so it is refused unless it comes from this page: the `Origin` header must be
-this server's own origin and the `Host` header a loopback address, an IP literal or the public URL's host (a
-DNS-rebinding page has neither), and the body must be JSON (a cross-site form cannot send that without a CORS
-preflight, which this server never grants).
+The POST is the page's only write, so it is refused unless it comes from this page. Its `Host` has passed the
+server's one Host check (`lightx2v.hostcheck`, every request: no DNS-rebinding page gets here); on top of that, the
+`Origin` header must be this server's own origin (the Host it was asked by, or the public URL's), and the body must
+be JSON (a cross-site form cannot send that without a CORS preflight, which this server never grants).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import urllib.parse
@@ -47,7 +46,7 @@ def listing(root: str) -> list[dict[str, Any]]:
 
 
 def refusal(headers, public_url: Optional[str]) -> Optional[str]:
-    """Why a POST must be refused as not coming from this page, or None."""
+    """Why a POST must be refused as not coming from this page, or None (its Host was checked already)."""
     host = headers.get("Host") or ""
     origin = headers.get("Origin")
     public = urllib.parse.urlsplit(public_url) if public_url else None
@@ -55,22 +54,9 @@ def refusal(headers, public_url: Optional[str]) -> Optional[str]:
         return "missing Origin header: arm from the page, or with `python -m lightx2v.capture arm`"
     if origin.rstrip("/") not in {f"http://{host}", *([f"{public.scheme}://{public.netloc}"] if public else [])}:
         return f"cross-origin request from {origin} refused"
-    if not (public and host == public.netloc) and not _trusted_host(host):
-        return f"Host {host!r} is not a loopback or IP address (DNS rebinding?)"
     if (headers.get("Content-Type") or "").split(";")[0].strip() != "application/json":
         return "the body must be application/json"
     return None
-
-
-def _trusted_host(host: str) -> bool:
-    name = urllib.parse.urlsplit(f"//{host}").hostname or ""
-    if name == "localhost":
-        return True
-    try:
-        ipaddress.ip_address(name)
-        return True
-    except ValueError:
-        return False
 
 
 def post(root: str, headers, body: bytes, public_url: Optional[str]) -> tuple[int, dict[str, Any]]:

@@ -1,17 +1,18 @@
-"""Which files under the results root are traces, and how a URL path maps to one of them, safely."""
+"""Which files under the results root are traces, and how a URL path maps to one of them, safely.
+
+What a trace is comes from the stack's one rule, :mod:`lightx2v.trace_files` (the summary and the profiler
+notice use it too); this module adds the walk, the root's boundary and the URL mapping.
+"""
 
 from __future__ import annotations
 
-import functools
-import gzip
 import os
 import posixpath
+import stat
 import urllib.parse
-import zlib
 from dataclasses import dataclass
 
-TRACE_SUFFIXES = (".json", ".json.gz", ".pftrace", ".perfetto-trace")
-SNIFF_BYTES = 64 * 1024  # kineto writes traceEvents after a short header (schema, devices, distributed info)
+from lightx2v.trace_files import JSON_KINDS, TRACE_SUFFIXES, classify, is_json_trace_name, run_members
 
 
 @dataclass(frozen=True)
@@ -43,30 +44,12 @@ def list_traces(root: str) -> list[Trace]:
                 st = os.stat(real)
             except OSError:
                 continue
-            if not is_trace(real, st.st_size, st.st_mtime):
+            if not stat.S_ISREG(st.st_mode) or classify(real, name).kind is None:
                 continue
             rel = os.path.relpath(full, root_real).replace(os.sep, "/")
             found.append(Trace(rel, st.st_size, st.st_mtime))
     found.sort(key=lambda t: (-t.mtime, t.path))
     return found
-
-
-def is_trace(real: str, size: int, mtime: float) -> bool:
-    """Whether a file with a trace suffix holds a trace: JSON ones must show `traceEvents` (or be a bare event
-    array) near the start, so run metadata such as `save_results/qwen_image_t2i.json` is not offered to Perfetto."""
-    if not real.endswith((".json", ".json.gz")):
-        return True  # Perfetto's own binary formats
-    return _sniff(real, size, mtime)
-
-
-@functools.lru_cache(maxsize=4096)
-def _sniff(real: str, size: int, mtime: float) -> bool:  # size and mtime: a rewritten file is sniffed again
-    try:
-        with (gzip.open if real.endswith(".gz") else open)(real, "rb") as f:
-            head = f.read(SNIFF_BYTES)
-    except (OSError, EOFError, zlib.error):
-        return False
-    return b'"traceEvents"' in head or head.lstrip().startswith(b"[")
 
 
 class Refused(Exception):
@@ -104,10 +87,10 @@ def resolve(root: str, url_path: str) -> str:
     """
     rel = urllib.parse.unquote(url_path)
     real = _real_path_under(os.path.realpath(root), rel, "no such trace")
-    if not os.path.isfile(real) or not rel.split("/")[-1].endswith(TRACE_SUFFIXES):
+    name = rel.split("/")[-1]
+    if not os.path.isfile(real) or not name.endswith(TRACE_SUFFIXES):
         raise Refused(404, "no such trace")
-    st = os.stat(real)
-    if not is_trace(real, st.st_size, st.st_mtime):
+    if classify(real, name).kind is None:
         raise Refused(404, "not a trace")
     return real
 
@@ -128,16 +111,17 @@ def resolve_run(root: str, url_path: str) -> tuple[str, list[str]]:
     real = _real_path_under(root_real, rel, "no such run") if rel else root_real
     if not os.path.isdir(real):
         raise Refused(404, "no such run")
-    found = []
+    traces = []
     for entry in sorted(os.scandir(real), key=lambda e: e.name):
-        if entry.name.startswith(".") or not entry.name.endswith((".json", ".json.gz")):
+        if entry.name.startswith("."):
             continue
         target = os.path.realpath(entry.path)
         if not _inside(target, root_real) or not os.path.isfile(target):
             continue
-        st = os.stat(target)
-        if is_trace(target, st.st_size, st.st_mtime):
-            found.append(entry.path)
+        kind = classify(target, entry.name).kind
+        if kind in JSON_KINDS:
+            traces.append((entry.path, kind))
+    found = run_members(traces)  # the summary's own choice of a folder's ranks
     if not found:
         raise Refused(404, "no JSON trace in this folder")
     return real, found
@@ -145,4 +129,4 @@ def resolve_run(root: str, url_path: str) -> tuple[str, list[str]]:
 
 def is_json_trace(path: str) -> bool:
     """Whether the offline views (JSON readers) can open it; Perfetto's binary formats they cannot."""
-    return path.endswith((".json", ".json.gz"))
+    return is_json_trace_name(path)

@@ -18,14 +18,7 @@ from collections.abc import Sequence
 from lightx2v.trace_browser import offline
 from lightx2v.trace_browser.files import Trace
 from lightx2v.trace_browser.timeline import missing as timeline_missing
-
-
-def _size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
+from lightx2v.trace_summary.render import format_bytes  # one byte unit: the Overview's and the summary's
 
 
 def file_url(trace_path: str) -> str:
@@ -42,7 +35,7 @@ def render_index(traces: Sequence[Trace], *, root: str, host: str, perfetto_ui: 
         rows.append(
             "<tr>"
             f"<td class=path>{html.escape(t.path)}</td>"
-            f"<td class=num>{_size(t.size)}</td>"
+            f"<td class=num>{format_bytes(t.size)}</td>"
             f"<td>{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(t.mtime))}</td>"
             f"<td><button class=open data-url=\"{html.escape(url)}\" data-name=\"{html.escape(name)}\">"
             "Open in Perfetto</button> "

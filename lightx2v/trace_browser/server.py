@@ -7,8 +7,11 @@ and the offline views' pages and files (`offline`: `/timeline/...`, `/overview/.
 `/vendor/...`). Trace files carry `Access-Control-Allow-Origin` for the Perfetto UI's origin only, so Perfetto
 may fetch them and other web sites may not.
 
-While it runs, `<root>/.trace_browser.json` = {"pid", "port", "url"} tells the profiler where users can
-open the page (written atomically, removed on a clean exit).
+Every request passes one Host check first (`lightx2v.hostcheck`: a DNS-rebinding page gets 403, whatever it asks).
+
+While it runs, `<root>/.trace_browser/<host>_<pid>.json` = {"pid", "port", "url", "started"} tells the profiler
+where users can open the page (written atomically, removed on a clean exit). One file per server, so several
+servers on one folder never remove each other's; the profiler takes the newest that answers.
 """
 
 from __future__ import annotations
@@ -17,29 +20,34 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sys
-import tempfile
+import time
 import urllib.parse
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from lightx2v import settings
+from lightx2v.fileio import write_atomically
+from lightx2v.hostcheck import LOOPBACK_ONLY, HostCheck
 from lightx2v.profiler_notice import add_banner
-from lightx2v.trace_browser import capture_panel
-from lightx2v.trace_browser import offline
+from lightx2v.trace_browser import capture_panel, offline
 from lightx2v.trace_browser.files import Refused, content_type, list_traces, resolve
 from lightx2v.trace_browser.page import file_url, render_index
+from lightx2v.utils.torch_trace_profiler import TRACE_BROWSER_DIR
 
-DISCOVERY_FILE = ".trace_browser.json"
-DEFAULT_PERFETTO_UI = "https://ui.perfetto.dev"
+DEFAULT_PERFETTO_UI: str = settings.SETTINGS[settings.PERFETTO_UI].default
 
 
 class TraceBrowserServer(ThreadingHTTPServer):
     daemon_threads = True
     public_url: str | None = None  # the URL users open (--url), also an allowed origin for the capture POST
 
-    def __init__(self, address, root: str, perfetto_ui: str = DEFAULT_PERFETTO_UI):
+    def __init__(self, address, root: str, perfetto_ui: str = DEFAULT_PERFETTO_UI,
+                 hosts: HostCheck = LOOPBACK_ONLY):
         self.root = os.path.abspath(root)
         self.perfetto_ui = perfetto_ui.rstrip("/")
+        self.hosts = hosts
         super().__init__(address, Handler)
 
 
@@ -47,6 +55,21 @@ class Handler(BaseHTTPRequestHandler):
     server: TraceBrowserServer
     def version_string(self) -> str:
         return "lightx2v-trace-browser"
+
+    def parse_request(self) -> bool:
+        """The request line and headers, then the Host check, before any method or route is looked at."""
+        if not super().parse_request():
+            return False
+        problem = self.server.hosts.refusal(self.headers.get("Host"))
+        if problem is None:
+            return True
+        self.close_connection = True
+        if self.path.startswith("/api/"):  # the API answers JSON, refusals included
+            body = json.dumps({"ok": False, "message": problem}).encode()
+            self._send_bytes(body, "application/json", self.command != "HEAD", HTTPStatus.FORBIDDEN)
+        else:
+            self._send_text(HTTPStatus.FORBIDDEN, problem + "\n", self.command != "HEAD")
+        return False
 
     def do_GET(self) -> None:
         self._answer(send_body=True)
@@ -74,7 +97,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if path in ("/", "/index.html"):
                 page = render_index(list_traces(self.server.root), root=self.server.root,
-                                    host=self.headers.get("Host") or "127.0.0.1:9001",
+                                    host=self.headers.get("Host") or f"127.0.0.1:{self.server.server_address[1]}",
                                     perfetto_ui=self.server.perfetto_ui)
                 page = capture_panel.with_panel(page)
                 page = add_banner(page, self.server.root)  # LightX2V's original profiler module at work?
@@ -138,39 +161,70 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def write_discovery(root: str, port: int, url: str) -> str:
-    """Atomically write `<root>/.trace_browser.json`; returns its path."""
-    path = os.path.join(root, DISCOVERY_FILE)
-    fd, tmp = tempfile.mkstemp(prefix=DISCOVERY_FILE + ".", suffix=".tmp", dir=root)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump({"pid": os.getpid(), "port": port, "url": url}, f)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    """Write this server's `<root>/.trace_browser/<host>_<pid>.json` (atomically); returns its path.
+
+    Files other servers of this host left behind when killed (their pid is gone) are removed first."""
+    folder = os.path.join(root, TRACE_BROWSER_DIR)
+    os.makedirs(folder, exist_ok=True)
+    host = socket.gethostname()
+    _remove_stale(folder, host)
+    path = os.path.join(folder, f"{host}_{os.getpid()}.json")
+    write_atomically(path, json.dumps({"pid": os.getpid(), "port": port, "url": url, "started": time.time()}))
     return path
 
 
+def _remove_stale(folder: str, host: str) -> None:
+    for name in os.listdir(folder):
+        stem, _, pid = name.removesuffix(".json").rpartition("_")
+        if stem != host or not name.endswith(".json") or not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            try:
+                os.unlink(os.path.join(folder, name))
+            except OSError:
+                pass
+        except OSError:  # alive, another user's
+            pass
+
+
 def remove_discovery(path: str) -> None:
-    """Remove the discovery file if it is still ours (another browser may have taken over the root)."""
+    """Remove this server's discovery file (never another server's: each has its own)."""
     try:
-        with open(path) as f:
-            if json.load(f).get("pid") != os.getpid():
-                return
         os.unlink(path)
-    except (OSError, ValueError):
+    except OSError:
         pass
 
 
-def serve(root: str, host: str, port: int, public_url: str | None, perfetto_ui: str) -> None:
-    """Serve until SIGTERM / SIGINT, keeping the discovery file meanwhile."""
-    os.makedirs(root, exist_ok=True)
-    server = TraceBrowserServer((host, port), root, perfetto_ui)
+def root_problem(root: str, create: bool) -> str | None:
+    """Why `root` cannot be served (one line), or None; with `create`, a missing folder is made first."""
+    if os.path.isdir(root):
+        return None
+    if os.path.exists(root):
+        return f"--root {root} is a file, not a folder"
+    if not create:
+        return f"--root {root} does not exist (create it, or pass --create-root)"
+    try:
+        os.makedirs(root, exist_ok=True)
+    except OSError as exc:
+        return f"cannot create --root {root}: {exc.strerror or exc}"
+    return None
+
+
+def serve(root: str, host: str, port: int, public_url: str | None, perfetto_ui: str,
+          hosts: HostCheck = LOOPBACK_ONLY) -> None:
+    """Serve an existing folder until SIGTERM / SIGINT, keeping the discovery file meanwhile."""
+    server = TraceBrowserServer((host, port), root, perfetto_ui, hosts)
     server.public_url = public_url
     actual_port = server.server_address[1]
     url = public_url or f"http://127.0.0.1:{actual_port}/"
-    discovery = write_discovery(server.root, actual_port, url)
+    try:
+        discovery: str | None = write_discovery(server.root, actual_port, url)
+    except OSError as exc:  # a read-only folder can still be browsed; only the profiler's hint is lost
+        discovery = None
+        print(f"trace_browser: no discovery file in {server.root} ({exc.strerror or exc}): the profiler will not "
+              "print this page's URL", file=sys.stderr, flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print(f"Trace browser: {url} (serving {server.root} on {host}:{actual_port})", flush=True)
     try:
@@ -178,5 +232,6 @@ def serve(root: str, host: str, port: int, public_url: str | None, perfetto_ui: 
     except KeyboardInterrupt:
         pass
     finally:
-        remove_discovery(discovery)
+        if discovery:
+            remove_discovery(discovery)
         server.server_close()

@@ -5,8 +5,9 @@
     print(render_runs(runs))
 
 Modules, one idea each: ``reader`` (streaming JSON events, plain or gzip), ``discover`` (which files a PATH
-means), ``analyze`` (one file -> RankSummary), ``intervals`` (busy-time unions), ``ranks`` (straggler),
-``render`` (text), ``model`` (dataclasses = the --json schema), ``hook`` (the profiler's per-capture summary).
+means, by the stack's one trace rule in ``lightx2v.trace_files``), ``analyze`` (one file -> RankSummary),
+``intervals`` (busy-time unions), ``ranks`` (straggler), ``render`` (text), ``model`` (dataclasses = the --json
+schema), ``hook`` (the profiler's per-capture summary).
 Reads JSON only: importing this package never imports torch.
 """
 

@@ -1,7 +1,12 @@
 """``python -m lightx2v.trace_summary PATH... [--top N] [--json]``: print a trace's summary.
 
-Exit status: 0 on success, 1 when a PATH is missing, not a trace, truncated or holds no traces (one line on
-stderr naming the path and the problem), 2 for bad command-line usage.
+Every PATH is reported on its own: one that is missing, not a trace or holds no traces, and a rank file of a run
+that is truncated or corrupt, each get one line on stderr naming the file and the problem, while everything
+that can be read is still printed. A folder's files that are not traces are skipped, with a one-line note on
+stderr saying how many (and in ``--json``, ``skipped_files``).
+
+Exit status: 0 when every PATH and file was read, 1 when any could not be (after printing the rest), 2 for bad
+command-line usage.
 """
 
 from __future__ import annotations
@@ -11,12 +16,12 @@ import json
 import os
 import sys
 
-from tqdm import tqdm
+from tqdm import tqdm  # type: ignore[import-untyped]  # no stubs unless types-tqdm is installed
 
+from .discover import resolve, skipped_phrase
 from .errors import TraceError
-from .model import to_json
+from .model import SkippedFile, to_json
 from .render import render_runs
-from .discover import resolve
 from .summarize import summarize_run
 
 
@@ -50,28 +55,50 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="replace")  # names with undecodable bytes must not crash the report
+    errors: list[TraceError] = []
     try:
-        runs_files = resolve(args.paths)
-        total = sum(os.path.getsize(path) for run in runs_files for path in run.files)
+        runs_files = resolve(args.paths, errors)
+        total = sum(_size(path) for run in runs_files for path in run.files)
         # On a terminal, a bar appears when reading takes over a second (big traces); never in pipes.
         with tqdm(total=total, unit="B", unit_scale=True, desc="reading", file=sys.stderr, disable=None,
                   delay=1.0, leave=False) as bar:
-            runs = [summarize_run(run, args.top, bar.update) for run in runs_files]
-    except TraceError as exc:
-        print(f"trace_summary: error: {exc}", file=sys.stderr)
-        return 1
+            runs = [summarize_run(run, args.top, bar.update, keep_going=True) for run in runs_files]
     except KeyboardInterrupt:
         return 130
+    for run in runs:
+        if run.skipped_files:
+            print(f"trace_summary: note: {skipped_note(run.skipped_files)}", file=sys.stderr)
+        errors += [TraceError(d.file, d.problem) for d in run.damaged_files]
+    readable = [run for run in runs if run.ranks]
     try:
-        if args.json:
-            json.dump(to_json(runs), sys.stdout, indent=2)
+        if readable and args.json:
+            json.dump(to_json(readable), sys.stdout, indent=2)
             sys.stdout.write("\n")
-        else:
-            sys.stdout.write(render_runs(runs))
+        elif readable:
+            sys.stdout.write(render_runs(readable))
         sys.stdout.flush()
     except BrokenPipeError:  # `... | head`
         sys.stdout = None
-    return 0
+    for exc in errors:
+        print(f"trace_summary: error: {exc}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def skipped_note(skipped: list[SkippedFile], names: int = 4) -> str:
+    """``skipped 3 files that are not traces: d/a.png, d/b.pt (not a .json or .json.gz file), d/c.json (...)``."""
+    by_reason: dict[str, list[str]] = {}
+    for s in skipped[:names]:
+        by_reason.setdefault(s.reason, []).append(s.file)
+    shown = ", ".join(f"{', '.join(files)} ({reason})" for reason, files in by_reason.items())
+    more = f", and {len(skipped) - names} more" if len(skipped) > names else ""
+    return f"skipped {skipped_phrase(len(skipped))}: {shown}{more}"
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:  # gone since the listing: reading it reports that
+        return 0
 
 
 if __name__ == "__main__":

@@ -18,9 +18,11 @@ kernels and CPU ops, not with the JSON text. Definitions (also in docs/trace_sum
 from __future__ import annotations
 
 import os
+import sys
 from array import array
-from collections.abc import Callable
 from bisect import bisect_left
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from . import intervals
 from .model import (
@@ -31,6 +33,7 @@ from .model import (
     KernelStat,
     MemOpStat,
     RankSummary,
+    SkippedEvents,
     StepStats,
 )
 from .names import rank_from_name, short_name, worker_name
@@ -53,6 +56,11 @@ _COMM_MARKERS = ("nccl", "rccl")
 # calls; over half of a with_stack trace) are recognised from their first bytes and never decoded at all.
 SKIP_HEAD = rb'\s*"ph"\s*:\s*(?:"[fs]"|"X"\s*,\s*"cat"\s*:\s*"(?:python_function|cuda_runtime|cuda_driver)")'
 
+# ts and dur must be real numbers (JSON true is an int in Python, and no time), finite and within a float's range
+# (the arrays hold doubles; the stdlib parser reads 1e400 as inf and a 400-digit integer as an int).
+_NUMBER_TYPES: frozenset[type] = frozenset({int, float})
+_FLOAT_MAX = sys.float_info.max
+
 
 def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | None = None) -> RankSummary:
     """Read ``path`` once and summarize it; raises TraceError for files that are not complete traces.
@@ -69,47 +77,63 @@ def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | N
 class _Accumulator:
     """Compact per-event numbers gathered in one pass; ``summary`` turns them into the report's figures."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.events = 0
         self.names: dict[str, int] = {}  # CPU op name -> id
-        self.kernels: dict[str, list] = {}  # name -> [calls, total_us]
-        self.mem_ops: dict[tuple[str, str], list] = {}  # (kind, name) -> [calls, total_us, bytes or None]
+        self.kernels: dict[str, list[float]] = {}  # name -> [calls, total_us]
+        self.mem_ops: dict[tuple[str, str], list[Any]] = {}  # (kind, name) -> [calls, total_us, bytes or None]
         self.g_lo, self.g_hi = array("d"), array("d")  # every GPU activity interval
         self.k_lo = array("d")  # kernel starts (step kernel counts)
         self.comm_lo, self.comm_hi = array("d"), array("d")  # communication kernels
-        self.streams: set = set()
-        self.threads: dict = {}
+        self.streams: set[tuple[Any, Any]] = set()
+        self.threads: dict[tuple[Any, Any], int] = {}
         self.op_thread, self.op_name = array("l"), array("l")
         self.op_ts, self.op_dur = array("d"), array("d")
-        self.cpu_steps: dict[str, list] = {}
-        self.gpu_steps: dict[str, list] = {}
+        self.cpu_steps: dict[str, list[float]] = {}
+        self.gpu_steps: dict[str, list[float]] = {}
         self.span_lo, self.span_hi = float("inf"), float("-inf")
+        self.malformed: dict[tuple[str, str, bool], list[Any]] = {}  # (field, problem, dropped) -> [count, example]
 
-    def feed(self, batch: list[dict]) -> None:
-        """The hot loop: a few dict lookups per event, then appends to arrays."""
+    def feed(self, batch: list[dict[str, Any]]) -> None:
+        """The hot loop: a few dict lookups per event, then appends to arrays.
+
+        An event the summary would use but whose fields it cannot (a ``ts`` that is no finite number, a negative
+        ``dur``, a name that is no string, an unhashable ``pid``) goes to ``_reject``, which says why; every
+        lookup that can fail comes before the first append, so a rejected event leaves no trace in the arrays.
+        """
         self.events += len(batch)
         skip, cpu_cats, kernel_cats, mem_cats = _SKIP_CATS, _CPU_OP_CATS, _KERNEL_CATS, _MEM_CATS
-        names, threads, kernels = self.names, self.threads, self.kernels
+        names, threads, kernels, streams = self.names, self.threads, self.kernels, self.streams
         g_lo, g_hi, k_lo = self.g_lo.append, self.g_hi.append, self.k_lo.append
         op_thread, op_name, op_ts, op_dur = (self.op_thread.append, self.op_name.append, self.op_ts.append,
                                              self.op_dur.append)
         span_lo, span_hi = self.span_lo, self.span_hi
-        number = (int, float)
+        number, big, reject = _NUMBER_TYPES, _FLOAT_MAX, self._reject
         for ev in batch:
             cat = ev.get("cat")
-            if cat in skip or ev.get("ph") != "X":
+            try:
+                if cat in skip or ev.get("ph") != "X":
+                    continue
+            except TypeError:  # an unhashable category (a list or an object)
+                reject(ev)
                 continue
-            ts = ev.get("ts")
-            dur = ev.get("dur")
-            if not isinstance(ts, number) or not isinstance(dur, number):
+            # Any JSON value until the check below; typed as what passes it (mypy cannot narrow by the set test,
+            # and the narrowing it can do, a tuple test, costs twice as much per event).
+            ts: float = ev.get("ts")  # type: ignore[assignment]
+            dur: float = ev.get("dur")  # type: ignore[assignment]
+            name: str = ev.get("name")  # type: ignore[assignment]
+            if (ts.__class__ not in number or dur.__class__ not in number or name.__class__ is not str
+                    or not (-big <= ts <= big and 0 <= dur <= big)):
+                reject(ev)
                 continue
             end = ts + dur
-            name = ev.get("name")
-            if not isinstance(name, str):
-                name = "" if name is None else str(name)
             if cat in cpu_cats and not name.startswith(STEP_PREFIX):
                 key = (ev.get("pid"), ev.get("tid"))
-                t = threads.get(key)
+                try:
+                    t = threads.get(key)
+                except TypeError:  # an unhashable pid or tid
+                    reject(ev)
+                    continue
                 if t is None:
                     t = threads[key] = len(threads)
                 n = names.get(name)
@@ -120,6 +144,11 @@ class _Accumulator:
                 op_ts(ts)
                 op_dur(dur)
             elif cat in kernel_cats:
+                try:
+                    streams.add((ev.get("pid"), ev.get("tid")))
+                except TypeError:
+                    reject(ev)
+                    continue
                 k = kernels.get(name)
                 if k is None:
                     kernels[name] = [1, dur]
@@ -129,15 +158,18 @@ class _Accumulator:
                 g_lo(ts)
                 g_hi(end)
                 k_lo(ts)
-                self.streams.add((ev.get("pid"), ev.get("tid")))
                 if any(marker in name.lower() for marker in _COMM_MARKERS):
                     self.comm_lo.append(ts)
                     self.comm_hi.append(end)
             elif cat in mem_cats:
-                self._mem_op(mem_cats[cat], name, dur, ev.get("args"))
+                try:
+                    streams.add((ev.get("pid"), ev.get("tid")))
+                except TypeError:
+                    reject(ev)
+                    continue
+                self._mem_op(mem_cats[cat], name, dur, ev)
                 g_lo(ts)
                 g_hi(end)
-                self.streams.add((ev.get("pid"), ev.get("tid")))
             elif name.startswith(STEP_PREFIX):
                 steps = self.gpu_steps if cat == "gpu_user_annotation" else self.cpu_steps
                 s = steps.get(name)
@@ -153,9 +185,24 @@ class _Accumulator:
                 span_hi = end
         self.span_lo, self.span_hi = span_lo, span_hi
 
-    def _mem_op(self, kind: str, name: str, dur: float, args) -> None:
+    def _reject(self, ev: dict[str, Any]) -> None:
+        """Count an event left out, under the first field that is malformed (off the hot path)."""
+        field, problem = malformed_field(ev)
+        self._count_malformed(field, problem, True, ev.get("name"))
+
+    def _count_malformed(self, field: str, problem: str, dropped: bool, name: Any) -> None:
+        entry = self.malformed.get((field, problem, dropped))
+        if entry is None:
+            self.malformed[(field, problem, dropped)] = [1, name if isinstance(name, str) else ""]
+        else:
+            entry[0] += 1
+
+    def _mem_op(self, kind: str, name: str, dur: float, ev: dict[str, Any]) -> None:
+        args = ev.get("args")
         nbytes = args.get("bytes") if isinstance(args, dict) else None
-        nbytes = nbytes if isinstance(nbytes, int) else None
+        if nbytes is not None and (nbytes.__class__ is not int or nbytes < 0):
+            self._count_malformed("args.bytes", "not a non-negative integer (size left unknown)", False, name)
+            nbytes = None
         m = self.mem_ops.get((kind, name))
         if m is None:
             self.mem_ops[(kind, name)] = [1, dur, nbytes]
@@ -167,8 +214,8 @@ class _Accumulator:
     def summary(self, path: str, stream: TraceStream, top: int) -> RankSummary:
         meta = stream.metadata
         kernels, mem_ops = self.kernels, self.mem_ops
-        busy = intervals.merge(zip(self.g_lo, self.g_hi))
-        comm = intervals.merge(zip(self.comm_lo, self.comm_hi))
+        busy = intervals.merge(zip(self.g_lo, self.g_hi, strict=True))
+        comm = intervals.merge(zip(self.comm_lo, self.comm_hi, strict=True))
         has_gpu = bool(self.g_lo)
         steps = _steps(self.cpu_steps, self.gpu_steps, self.span_lo, self.span_hi, busy if has_gpu else None,
                        sorted(self.k_lo))
@@ -187,12 +234,16 @@ class _Accumulator:
             )
         cpu_ops, cpu_self_total = _cpu_ops(self.op_thread, self.op_name, self.op_ts, self.op_dur, list(self.names),
                                            top)
-        dist = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
+        dist_info = meta.get("distributedInfo")
+        dist: dict[str, Any] = dist_info if isinstance(dist_info, dict) else {}
         rank = dist.get("rank") if isinstance(dist.get("rank"), int) else rank_from_name(path)
         notes = []
         if not has_gpu:
             notes.append("no GPU activity in this trace (CPU-only capture, or CUDA activity was not recorded)")
-        if not self.cpu_steps:
+        if not steps:
+            notes.append("no timed events in this trace (complete 'X' events with a ts and a dur): nothing to "
+                         "summarize")
+        elif not self.cpu_steps:
             notes.append("no ProfilerStep annotations (profiler ran without a schedule): the whole trace is one "
                          "step")
         return RankSummary(
@@ -212,16 +263,46 @@ class _Accumulator:
             top_kernels=_top_kernels(kernels, activity_us, top),
             top_cpu_ops=cpu_ops,
             cpu_self_total_us=cpu_self_total,
-            memory_ops=[MemOpStat(kind, name, m[0], m[1], m[2])
+            memory_ops=[MemOpStat(kind=kind, name=name, calls=m[0], total_us=m[1], bytes=m[2])
                         for (kind, name), m in sorted(mem_ops.items(), key=lambda item: -item[1][1])],
             gpu_comm_us=sum(intervals.covered(comm, s.start_us, s.start_us + s.wall_us) for s in steps)
             if has_gpu else None,
             notes=notes,
+            skipped_events=[SkippedEvents(field=field, problem=problem, count=count, example=example, dropped=dropped)
+                            for (field, problem, dropped), (count, example) in self.malformed.items()],
         )
 
 
-def _steps(cpu_steps, gpu_steps, span_lo, span_hi, busy, kernel_starts) -> list[StepStats]:
-    windows = []
+
+def malformed_field(ev: dict[str, Any]) -> tuple[str, str]:
+    """(field, problem) for the first field of ``ev`` that the summary cannot use: the reason it is left out."""
+    try:
+        hash(ev.get("cat"))
+    except TypeError:
+        return "cat", "not a string"
+    for key, lowest in (("ts", -_FLOAT_MAX), ("dur", 0)):
+        if key not in ev:
+            return key, "missing"
+        value = ev[key]
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return key, "not a number"
+        if not (-_FLOAT_MAX <= value <= _FLOAT_MAX):
+            return key, "not a finite number"
+        if value < lowest:
+            return key, "negative"
+    if "name" not in ev:
+        return "name", "missing"
+    if not isinstance(ev["name"], str):
+        return "name", "not a string"
+    return "pid/tid", "not a number or string"
+
+
+Intervals = list[tuple[float, float]]
+
+
+def _steps(cpu_steps: dict[str, list[float]], gpu_steps: dict[str, list[float]], span_lo: float, span_hi: float,
+           busy: Intervals | None, kernel_starts: Sequence[float]) -> list[StepStats]:
+    windows: list[tuple[str, float, float, float]] = []
     for name, (lo, hi) in cpu_steps.items():
         g = gpu_steps.get(name)
         windows.append((name, lo, max(hi, g[1]) if g else hi, hi - lo))
@@ -233,18 +314,18 @@ def _steps(cpu_steps, gpu_steps, span_lo, span_hi, busy, kernel_starts) -> list[
     out = []
     for name, lo, hi, cpu_us in sorted(windows, key=lambda w: w[1]):
         wall = hi - lo
-        number = _step_number(name)
-        if busy is None:
-            out.append(StepStats(name, number, lo, wall, cpu_us, None, None, None, None))
-            continue
-        busy_us = intervals.covered(busy, lo, hi)
-        kernels = bisect_left(kernel_starts, hi) - bisect_left(kernel_starts, lo)
-        out.append(StepStats(name, number, lo, wall, cpu_us, busy_us, _pct(busy_us, wall), kernels,
-                             _idle(busy, lo, hi, name)))
+        step = StepStats(name=name, number=_step_number(name), start_us=lo, wall_us=wall, cpu_us=cpu_us,
+                         gpu_busy_us=None, gpu_busy_pct=None, kernel_count=None, idle=None)
+        if busy is not None:
+            step.gpu_busy_us = intervals.covered(busy, lo, hi)
+            step.gpu_busy_pct = percent(step.gpu_busy_us, wall)
+            step.kernel_count = bisect_left(kernel_starts, hi) - bisect_left(kernel_starts, lo)
+            step.idle = _idle(busy, lo, hi, name)
+        out.append(step)
     return out
 
 
-def _idle(busy, lo: float, hi: float, step: str) -> IdleStats:
+def _idle(busy: Intervals, lo: float, hi: float, step: str) -> IdleStats:
     gaps = intervals.gaps(busy, lo, hi)
     window = hi - lo
     idle = sum(b - a for a, b in gaps)
@@ -271,22 +352,25 @@ def _idle_total(steps: list[StepStats]) -> IdleStats | None:
     worst_step = max(range(len(measured)), key=lambda i: measured[i].largest_gap_us)
     worst = measured[worst_step]
     ratio = idle / window if window > 0 else 0.0
-    return IdleStats(window, idle, ratio, worst.largest_gap_us, worst.largest_gap_at_us, worst.largest_gap_step,
-                     sum(i.gaps_over_10us for i in measured), ratio >= IDLE_FLAG_RATIO)
+    return IdleStats(window_us=window, idle_us=idle, ratio=ratio, largest_gap_us=worst.largest_gap_us,
+                     largest_gap_at_us=worst.largest_gap_at_us, largest_gap_step=worst.largest_gap_step,
+                     gaps_over_10us=sum(i.gaps_over_10us for i in measured), flagged=ratio >= IDLE_FLAG_RATIO)
 
 
-def _top_kernels(kernels: dict, activity_us: float, top: int) -> list[KernelStat]:
+def _top_kernels(kernels: dict[str, list[float]], activity_us: float, top: int) -> list[KernelStat]:
     ranked = sorted(kernels.items(), key=lambda item: -item[1][1])[:top]
-    return [KernelStat(name, short_name(name), calls, total, total / calls, _pct(total, activity_us) or 0.0)
+    return [KernelStat(name=name, short_name=short_name(name), calls=int(calls), total_us=total,
+                       mean_us=total / calls, pct_of_gpu_time=percent(total, activity_us) or 0.0)
             for name, (calls, total) in ranked]
 
 
-def _cpu_ops(op_thread, op_name, op_ts, op_dur, op_names, top) -> tuple[list[CpuOpStat], float]:
+def _cpu_ops(op_thread: Sequence[int], op_name: Sequence[int], op_ts: Sequence[float], op_dur: Sequence[float],
+             op_names: list[str], top: int) -> tuple[list[CpuOpStat], float]:
     """Self time per op name: each op's duration minus its direct children's on the same thread."""
     child = _child_time(op_thread, op_ts, op_dur)
-    per_name: dict[int, list] = {}
+    per_name: dict[int, list[float]] = {}
     total_self = 0.0
-    for i, (n_id, dur) in enumerate(zip(op_name, op_dur)):
+    for i, (n_id, dur) in enumerate(zip(op_name, op_dur, strict=True)):
         self_us = dur - child[i]
         if self_us < 0.0:
             self_us = 0.0
@@ -299,19 +383,21 @@ def _cpu_ops(op_thread, op_name, op_ts, op_dur, op_names, top) -> tuple[list[Cpu
             s[1] += self_us
             s[2] += dur
     ranked = sorted(per_name.items(), key=lambda item: -item[1][1])[:top]
-    return [CpuOpStat(op_names[n_id], calls, self_us, total_us, self_us / calls, _pct(self_us, total_self) or 0.0)
+    return [CpuOpStat(name=op_names[n_id], calls=int(calls), self_us=self_us, total_us=total_us,
+                      mean_self_us=self_us / calls, pct_of_cpu_self=percent(self_us, total_self) or 0.0)
             for n_id, (calls, self_us, total_us) in ranked], total_self
 
 
-def _child_time(thread, ts, dur) -> list[float]:
+def _child_time(thread: Sequence[int], ts: Sequence[float], dur: Sequence[float]) -> list[float]:
     """Summed duration of each op's direct children, by a stack walk per thread in (start, -duration) order.
 
     Kineto writes ops already in that order, so the walk first trusts the file order and checks it as it goes;
     only if the check fails does it sort (parents must come before the children they contain).
     """
     n = len(ts)
+    child: list[float] = []
     for trust_file_order in (True, False):
-        order = range(n) if trust_file_order else sorted(range(n), key=lambda i: (ts[i], -dur[i]))
+        order: Iterable[int] = range(n) if trust_file_order else sorted(range(n), key=lambda i: (ts[i], -dur[i]))
         child = [0.0] * n
         stacks: dict[int, list[int]] = {}
         last: dict[int, int] = {}
@@ -337,7 +423,7 @@ def _child_time(thread, ts, dur) -> list[float]:
     return child
 
 
-def _devices(props) -> list[Device]:
+def _devices(props: Any) -> list[Device]:
     out = []
     for p in props if isinstance(props, list) else []:
         if not isinstance(p, dict):
@@ -352,9 +438,9 @@ def _devices(props) -> list[Device]:
     return out
 
 
-def _versions(meta: dict) -> dict[str, str]:
+def _versions(meta: dict[str, Any]) -> dict[str, str]:
     """Versions the trace records: CUDA runtime/driver (kineto), CUPTI, NCCL (distributedInfo), torch if set."""
-    out = {}
+    out: dict[str, str] = {}
     for key in ("torch_version", "pytorch_version"):
         if meta.get(key) is not None:
             out["torch"] = str(meta[key])
@@ -385,5 +471,6 @@ def _step_number(name: str) -> int | None:
         return None
 
 
-def _pct(part: float, whole: float) -> float | None:
+def percent(part: float, whole: float) -> float | None:
+    """``part`` as a percentage of ``whole``; None when ``whole`` is not positive (the one rule for every share)."""
     return 100.0 * part / whole if whole > 0 else None

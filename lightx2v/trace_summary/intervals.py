@@ -10,20 +10,22 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable
 
+_NONE_YET = float("-inf")
+
 
 def merge(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
     """Sorted, disjoint intervals covering exactly the union of ``intervals`` (touching ones are joined)."""
     out: list[tuple[float, float]] = []
-    cur_lo = cur_hi = None
+    cur_lo = cur_hi = _NONE_YET  # the union being grown; intervals are finite, so nothing joins "none yet"
     for lo, hi in sorted(intervals):
-        if cur_hi is not None and lo <= cur_hi:
+        if lo <= cur_hi:
             if hi > cur_hi:
                 cur_hi = hi
             continue
-        if cur_hi is not None:
+        if cur_hi != _NONE_YET:
             out.append((cur_lo, cur_hi))
         cur_lo, cur_hi = lo, hi
-    if cur_hi is not None:
+    if cur_hi != _NONE_YET:
         out.append((cur_lo, cur_hi))
     return out
 

@@ -89,6 +89,33 @@ class GpuTotals:
 
 
 @dataclass
+class SkippedEvents:
+    """Events (or one field of them) left out because a field the summary reads is malformed."""
+
+    field: str  # "ts", "dur", "name", "pid/tid", "cat", "args.bytes"
+    problem: str  # e.g. "negative", "not a number"
+    count: int
+    example: str  # the name of the first such event ("" when it has none)
+    dropped: bool  # True: the whole event was left out; False: only this field (e.g. a memcpy's unknown bytes)
+
+
+@dataclass
+class SkippedFile:
+    """A file of a folder argument that is not a trace (or not one this summary reads), and why."""
+
+    file: str
+    reason: str
+
+
+@dataclass
+class DamagedFile:
+    """A trace file of a run that could not be read (truncated, corrupt); the run's other files are reported."""
+
+    file: str
+    problem: str
+
+
+@dataclass
 class RankSummary:
     """Everything reported about one trace file (one rank / worker)."""
 
@@ -111,6 +138,7 @@ class RankSummary:
     memory_ops: list[MemOpStat]
     gpu_comm_us: Optional[float]  # time in communication kernels (NCCL/RCCL) inside steps
     notes: list[str] = field(default_factory=list)
+    skipped_events: list[SkippedEvents] = field(default_factory=list)  # malformed events left out, by field
 
 
 @dataclass
@@ -141,6 +169,8 @@ class RunSummary:
     ranks: list[RankSummary]
     comparison: Optional[list[RankRow]]  # only with several ranks
     straggler: Optional[Straggler]
+    skipped_files: list[SkippedFile] = field(default_factory=list)  # files of a folder argument that are no traces
+    damaged_files: list[DamagedFile] = field(default_factory=list)  # rank files that could not be read
 
 
 def to_json(runs: list[RunSummary]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import re
 # The file names TensorBoard's PyTorch Profiler plugin shows as workers; one definition, in the profiler (light:
 # it imports only the standard library until a capture starts).
 from lightx2v.utils.torch_trace_profiler import TENSORBOARD_TRACE_RE as PLUGIN_TRACE_RE
+
 _RANK_RE = re.compile(r"(?:^|[^a-z])rank[_\-.]?(\d+)", re.IGNORECASE)
 
 
@@ -31,9 +32,12 @@ def short_name(name: str, width: int = 0) -> str:
     arg = next((a for a in _split_top(targs) if any(c.isalpha() for c in a) and a not in _PLAIN_ARGS), None)
     out = f"{base}<{_last_component(_cut_at(arg, '(<'))}>" if arg else base
     out = out.strip() or name
-    if width and len(out) > width:
-        out = out[: width - 3] + "..."
-    return out
+    return cut(out, width) if width else out
+
+
+def cut(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, ending in ``...`` when it was longer."""
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 _PLAIN_ARGS = frozenset({"true", "false", "float", "double", "int", "bool", "long", "unsigned int", "half"})
@@ -58,7 +62,9 @@ def _split_angle(s: str) -> tuple[str, str, str]:
 
 
 def _split_top(s: str) -> list[str]:
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in s:
         if ch in "<({[":
             depth += 1

@@ -8,6 +8,7 @@ with the most GPU compute time per step (busy minus time in NCCL/RCCL kernels), 
 
 from __future__ import annotations
 
+from .analyze import percent
 from .model import RankRow, RankSummary, Straggler
 
 LOCKSTEP_SPREAD = 0.05
@@ -26,7 +27,7 @@ def rank_rows(ranks: list[RankSummary]) -> list[RankRow]:
             steps=len(r.steps),
             step_wall_us=wall,
             gpu_busy_us=busy,
-            gpu_busy_pct=100.0 * busy / wall if has_gpu and wall > 0 else None,
+            gpu_busy_pct=percent(busy, wall) if busy is not None else None,
             gpu_comm_us=(r.gpu_comm_us or 0.0) / n if has_gpu else None,
         ))
     return rows

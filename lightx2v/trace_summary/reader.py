@@ -27,7 +27,7 @@ import json
 import re
 import zlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import IO, Any
 
 from .errors import TraceError
 
@@ -36,6 +36,7 @@ def _stdlib_loads(data: memoryview) -> Any:
     return json.loads(bytes(data))
 
 
+_fast_loads: Callable[[memoryview], Any]
 try:  # optional speed-up (pyproject main dependency); results are identical without it
     import orjson
 
@@ -51,6 +52,12 @@ _WS = re.compile(rb"[ \t\r\n]*")
 _GZIP_MAGIC = b"\x1f\x8b"
 _UTF8_BOM = b"\xef\xbb\xbf"
 _STDLIB = json.JSONDecoder()
+
+
+def _skip_ws(buf: bytes, pos: int) -> int:
+    """The position of the first non-whitespace byte at or after ``pos``."""
+    match = _WS.match(buf, pos)
+    return match.end() if match else pos  # the pattern matches the empty string: always a match
 
 
 class TraceStream:
@@ -79,8 +86,8 @@ class TraceStream:
         self.metadata: dict[str, Any] = {}
         self.compressed = False
         self.bytes_read = 0  # decompressed JSON bytes consumed so far
-        self._file = None
-        self._raw = None  # the file on disk, under the gzip reader if any
+        self._file: gzip.GzipFile | IO[bytes]  # set by _open: the decompressed stream
+        self._raw: IO[bytes]  # the file on disk, under the gzip reader if any
         self._raw_pos = 0
         self._on_read = on_read
         self._buf = b""
@@ -88,17 +95,18 @@ class TraceStream:
         self._base = 0  # absolute offset of _buf[0] in the decompressed stream
         self._eof = False
 
-    def __iter__(self) -> Iterator[dict]:
+    def __iter__(self) -> Iterator[dict[str, Any]]:
         for batch in self.batches():
             yield from batch
 
-    def batches(self) -> Iterator[list[dict]]:
+    def batches(self) -> Iterator[list[dict[str, Any]]]:
         """The events in lists (one per buffer chunk): far fewer generator hops than one event at a time."""
         self._open()
         try:
             yield from self._document()
         finally:
             self._file.close()
+            self._raw.close()  # a gzip reader leaves the file it reads open
 
     # -- reading ---------------------------------------------------------------------------------------
     def _open(self) -> None:
@@ -117,8 +125,6 @@ class TraceStream:
         self.compressed = magic == _GZIP_MAGIC  # by content, not by name: a misnamed file still reads
         self._raw = raw
         self._file = gzip.GzipFile(fileobj=raw, mode="rb") if self.compressed else raw
-        if self.compressed:
-            self._file.myfileobj = raw  # close the underlying file with the gzip reader
 
     def _read(self) -> bytes:
         try:
@@ -148,7 +154,7 @@ class TraceStream:
     def _peek(self) -> bytes:
         """The next non-whitespace byte (not consumed), or b'' at the end of the stream."""
         while True:
-            self._pos = _WS.match(self._buf, self._pos).end()
+            self._pos = _skip_ws(self._buf, self._pos)
             if self._pos < len(self._buf):
                 return self._buf[self._pos:self._pos + 1]
             if self._eof:
@@ -156,7 +162,7 @@ class TraceStream:
             self._fill()
 
     # -- structure -------------------------------------------------------------------------------------
-    def _document(self) -> Iterator[dict]:
+    def _document(self) -> Iterator[list[dict[str, Any]]]:
         self._fill()
         if self._buf.startswith(_UTF8_BOM):
             self._pos = len(_UTF8_BOM)
@@ -200,7 +206,7 @@ class TraceStream:
         if not found_events:
             raise TraceError(self.path, "not a trace: a JSON object without a traceEvents list")
 
-    def _event_batches(self) -> Iterator[list[dict]]:
+    def _event_batches(self) -> Iterator[list[dict[str, Any]]]:
         """The items of the traceEvents array; on entry the '[' is consumed, on exit the ']'."""
         c = self._peek()
         if c == b"]":
@@ -217,7 +223,7 @@ class TraceStream:
             skippable = self._head is not None and self._head.match(buf, start) is not None
             exact = False
             skipped = 0
-            batch = []
+            batch: list[dict[str, Any]] = []
             append = batch.append
             for match in self._sep.finditer(buf, start):
                 end = match.start() + 1

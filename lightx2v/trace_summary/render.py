@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from .analyze import IDLE_FLAG_RATIO
-from .model import IdleStats, RankSummary, RunSummary
+from collections.abc import Sequence
+
+from .analyze import IDLE_FLAG_RATIO, percent
+from .model import IdleStats, RankSummary, RunSummary, SkippedEvents, StepStats
+from .names import cut as _cut
 from .ranks import LOCKSTEP_SPREAD
 
 NAME_WIDTH = 72
@@ -15,11 +18,15 @@ def render_runs(runs: list[RunSummary]) -> str:
 
 
 def render_run(run: RunSummary) -> str:
-    if len(run.ranks) == 1:
+    damaged = [f"  damaged   {d.file}: {d.problem} (left out of this report)" for d in run.damaged_files]
+    if len(run.ranks) == 1 and not damaged:
         return render_rank(run.ranks[0])
     ranks = [r.rank for r in run.ranks]
     what = "ranks" if None not in ranks and len(set(ranks)) == len(ranks) else "trace files (workers or spans)"
-    lines = [f"Run {run.label}: {len(run.ranks)} {what} ({run.path})", ""]
+    count = f"{len(run.ranks)} {what}" + (f", {len(damaged)} more damaged" if damaged else "")
+    lines = [f"Run {run.label}: {count} ({run.path})", *damaged, ""]
+    if len(run.ranks) == 1:
+        return "\n".join([*lines, render_rank(run.ranks[0])])
     lines.append(f"  {'rank':>4}  {'worker':<24} {'steps':>5} {'step ms':>10} {'GPU busy ms':>12} "
                  f"{'busy %':>7} {'comm ms':>9}")
     for row in run.comparison or []:
@@ -59,9 +66,12 @@ def render_rank(r: RankSummary) -> str:
     lines.append(f"  steps     {_step_names(r.steps)}")
     for note in r.notes:
         lines.append(f"  note      {note}")
+    for skipped in r.skipped_events:
+        lines.append(f"  skipped   {skipped_line(skipped)}")
 
-    lines += ["", f"  {'step':<20} {'wall ms':>10} {'GPU busy ms':>12} {'busy %':>7} {'kernels':>8} {'idle %':>7} "
-                  f"{'largest gap ms':>15}"]
+    if r.steps:
+        lines += ["", f"  {'step':<20} {'wall ms':>10} {'GPU busy ms':>12} {'busy %':>7} {'kernels':>8} "
+                      f"{'idle %':>7} {'largest gap ms':>15}"]
     shown = r.steps if len(r.steps) <= MAX_STEP_ROWS else r.steps[:MAX_STEP_ROWS - 2] + r.steps[-2:]
     for i, s in enumerate(shown):
         if len(shown) < len(r.steps) and i == MAX_STEP_ROWS - 2:
@@ -75,7 +85,7 @@ def render_rank(r: RankSummary) -> str:
         busy = sum(s.gpu_busy_us or 0.0 for s in r.steps) / n if gpu else None
         kernels = round(sum(s.kernel_count or 0 for s in r.steps) / n) if gpu else None
         slowest = max(r.steps, key=lambda s: s.wall_us)
-        lines.append(_step_row(f"mean of {n}", wall, busy, 100 * busy / wall if gpu and wall else None, kernels,
+        lines.append(_step_row(f"mean of {n}", wall, busy, percent(busy, wall) if busy is not None else None, kernels,
                                r.idle.ratio if r.idle else None, None))
         lines.append(f"  slowest step: {slowest.name} ({_ms(slowest.wall_us)} ms)")
     if r.idle is not None:
@@ -83,9 +93,13 @@ def render_rank(r: RankSummary) -> str:
 
     if r.gpu is not None:
         g = r.gpu
-        lines += ["", f"Top {len(r.top_kernels)} GPU kernels by total time (GPU activity {_ms(g.activity_us)} ms, busy "
-                      f"{_ms(g.busy_us)} ms, {g.kernel_count:,} kernels on {g.streams} stream(s))",
-                  f"  {'% GPU':>6} {'total ms':>10} {'calls':>7} {'mean us':>9}  kernel"]
+        totals = (f"GPU activity {_ms(g.activity_us)} ms, busy {_ms(g.busy_us)} ms, {g.kernel_count:,} kernels on "
+                  f"{g.streams} stream(s)")
+        if r.top_kernels:
+            lines += ["", f"Top {len(r.top_kernels)} GPU kernels by total time ({totals})",
+                      f"  {'% GPU':>6} {'total ms':>10} {'calls':>7} {'mean us':>9}  kernel"]
+        else:
+            lines += ["", f"GPU kernels: none ({totals})"]
         for k in r.top_kernels:
             lines.append(f"  {k.pct_of_gpu_time:6.1f} {_ms(k.total_us):>10} {k.calls:>7} {k.mean_us:9.1f}  "
                          f"{_cut(k.short_name, NAME_WIDTH)}")
@@ -99,23 +113,34 @@ def render_rank(r: RankSummary) -> str:
     else:
         lines += ["", "GPU: no kernels, copies or sets in this trace"]
 
-    lines += ["", f"Top {len(r.top_cpu_ops)} CPU ops by self time (all CPU ops: {_ms(r.cpu_self_total_us)} ms self)"]
     if r.top_cpu_ops:
-        lines.append(f"  {'% self':>6} {'self ms':>10} {'total ms':>10} {'calls':>7}  op")
+        lines += ["", f"Top {len(r.top_cpu_ops)} CPU ops by self time (all CPU ops: {_ms(r.cpu_self_total_us)} ms "
+                      "self)",
+                  f"  {'% self':>6} {'self ms':>10} {'total ms':>10} {'calls':>7}  op"]
         for op in r.top_cpu_ops:
             lines.append(f"  {op.pct_of_cpu_self:6.1f} {_ms(op.self_us):>10} {_ms(op.total_us):>10} {op.calls:>7}  "
                          f"{_cut(op.name, NAME_WIDTH)}")
     else:
-        lines.append("  none recorded")
+        lines += ["", "CPU ops: none recorded"]
     return "\n".join(lines)
 
 
-def _step_row(name, wall, busy, busy_pct, kernels, idle_ratio, largest_gap) -> str:
+def skipped_line(s: SkippedEvents) -> str:
+    """``3 events whose dur is negative (e.g. aten::mm)``: what was left out, how many, why."""
+    example = f" (e.g. {_cut(s.example, 60)})" if s.example else ""
+    events = f"{s.count:,} event{'s' if s.count != 1 else ''}"
+    if s.dropped:
+        return f"{events} whose {s.field} is {s.problem}{example}"
+    return f"the {s.field} of {events}: {s.problem}{example}"
+
+
+def _step_row(name: str, wall: float, busy: float | None, busy_pct: float | None, kernels: int | None,
+              idle_ratio: float | None, largest_gap: float | None) -> str:
     return (f"  {_cut(name, 20):<20} {_ms(wall):>10} {_ms(busy):>12} {_p(busy_pct):>7} {_opt(kernels):>8} "
             f"{_p(idle_ratio * 100 if idle_ratio is not None else None):>7} {_ms(largest_gap):>15}")
 
 
-def _step_names(steps) -> str:
+def _step_names(steps: Sequence[StepStats]) -> str:
     if not steps:
         return "none"
     if len(steps) <= 6:
@@ -138,28 +163,35 @@ def _idle_line(idle: IdleStats) -> str:
     return "\n".join(lines)
 
 
+def format_ms(us: float | None, missing: str = "-") -> str:
+    """Microseconds as milliseconds, ``1234.5`` -> ``"1.234"``; ``missing`` for None."""
+    return missing if us is None else f"{us / 1000:.3f}"
+
+
+def format_pct(pct: float | None, missing: str = "-") -> str:
+    return missing if pct is None else f"{pct:.1f}"
+
+
 def _ms(us: float | None) -> str:
-    return "-" if us is None else f"{us / 1000:.3f}"
+    return format_ms(us)
 
 
 def _p(pct: float | None) -> str:
-    return "-" if pct is None else f"{pct:.1f}"
+    return format_pct(pct)
 
 
-def _opt(value) -> str:
+def _opt(value: object) -> str:
     return "-" if value is None else str(value)
 
 
-def _cut(s: str, width: int) -> str:
-    return s if len(s) <= width else s[: width - 3] + "..."
-
-
 def format_bytes(n: int | None, missing: str = "-") -> str:
-    """`1234567` -> `"1.2 MB"` (decimal units); `missing` for None. The HTML Overview uses it too."""
+    """`1234567` -> `"1.2 MB"` (decimal units, the stack's one byte unit: the summary, the trace list and the HTML
+    Overview all print sizes with it); `missing` for None."""
     if n is None:
         return missing
+    size = float(n)
     for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} GB"
+        if size < 1000 or unit == "GB":
+            return f"{n} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{size:.1f} GB"

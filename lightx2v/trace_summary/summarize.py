@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 from .analyze import analyze_trace
 from .discover import RunFiles, resolve
-from .model import RunSummary
+from .errors import TraceError
+from .model import DamagedFile, RankSummary, RunSummary
 from .ranks import rank_rows, straggler
 
 
@@ -15,10 +16,24 @@ def summarize_paths(paths: list[str], top: int = 10) -> list[RunSummary]:
     return [summarize_run(run, top) for run in resolve(paths)]
 
 
-def summarize_run(run: RunFiles, top: int = 10, on_read: Callable[[int], object] | None = None) -> RunSummary:
-    """One run's summary; ``on_read`` gets the bytes read from disk as they are read (for a progress bar)."""
-    ranks = [analyze_trace(path, top, on_read) for path in run.files]
+def summarize_run(run: RunFiles, top: int = 10, on_read: Callable[[int], object] | None = None,
+                  keep_going: bool = False) -> RunSummary:
+    """One run's summary; ``on_read`` gets the bytes read from disk as they are read (for a progress bar).
+
+    A rank file that cannot be read raises TraceError; with ``keep_going`` it is listed in ``damaged_files``
+    instead and the other ranks are summarized (``ranks`` is empty when none could be read).
+    """
+    ranks: list[RankSummary] = []
+    damaged: list[DamagedFile] = []
+    for path in run.files:
+        try:
+            ranks.append(analyze_trace(path, top, on_read))
+        except TraceError as exc:
+            if not keep_going:
+                raise
+            damaged.append(DamagedFile(file=exc.path, problem=exc.problem))
     ranks.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.worker))
     rows = rank_rows(ranks) if len(ranks) > 1 else None
     return RunSummary(label=run.label, path=run.path, ranks=ranks, comparison=rows,
-                      straggler=straggler(rows) if rows else None)
+                      straggler=straggler(rows) if rows else None, skipped_files=list(run.skipped),
+                      damaged_files=damaged)

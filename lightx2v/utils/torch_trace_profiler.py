@@ -66,7 +66,10 @@ PROFILE_FORMATS = ("tensorboard", "chrome")
 TENSORBOARD_TRACE_RE = re.compile(r"^(.*?)(\.\d+)?\.pt\.trace\.json(\.gz)?$")
 DEFAULT_TB_DIR = os.path.join("save_results", "torch_profile")  # relative to the cwd when a capture starts
 DEFAULT_CHROME_PATH = os.path.join("save_results", "trace.json")
-# Written by `python -m lightx2v.trace_browser` into the folder it serves, while it runs.
+# Written by `python -m lightx2v.trace_browser` into the folder it serves, while it runs: one file per server,
+# `<folder>/.trace_browser/<host>_<pid>.json` = {"pid", "port", "url", "started"}, so several servers on one folder
+# never remove each other's. TRACE_BROWSER_FILE is the single file older versions wrote; it is still read.
+TRACE_BROWSER_DIR = ".trace_browser"
 TRACE_BROWSER_FILE = ".trace_browser.json"
 
 logger = logging.getLogger(__name__)
@@ -671,25 +674,45 @@ def _hint_port(default: int) -> int:
     return default
 
 
-def _trace_browser_url(trace_path: str) -> Optional[str]:
-    """The Perfetto page's URL if a trace browser serves an ancestor folder of the trace and answers now."""
+def _discovery_entries(directory: str) -> list[dict]:
+    """The trace browsers' discovery entries in ``directory``, newest first (older versions' single file last)."""
+    entries = []
+    try:
+        names = os.listdir(os.path.join(directory, TRACE_BROWSER_DIR))
+    except OSError:
+        names = []
+    paths = [os.path.join(directory, TRACE_BROWSER_DIR, n) for n in names if n.endswith(".json")]
+    for path in [*paths, os.path.join(directory, TRACE_BROWSER_FILE)]:
+        try:
+            with open(path) as f:
+                info = json.load(f)
+            entries.append({"port": int(info["port"]), "url": str(info["url"]),
+                            "started": float(info.get("started") or 0) if path in paths else -1.0})
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return sorted(entries, key=lambda e: e["started"], reverse=True)
+
+
+def trace_browser_url(trace_path: str) -> Optional[str]:
+    """The Perfetto page's URL if a trace browser serves an ancestor folder of the trace and answers now (the
+    newest one that answers, when several serve one folder)."""
     directory = os.path.dirname(os.path.abspath(trace_path))
     for _ in range(8):
-        info_path = os.path.join(directory, TRACE_BROWSER_FILE)
-        if os.path.isfile(info_path):
+        for entry in _discovery_entries(directory):
             try:
-                with open(info_path) as f:
-                    info = json.load(f)
-                with socket.create_connection(("127.0.0.1", int(info["port"])), timeout=0.3):
+                with socket.create_connection(("127.0.0.1", entry["port"]), timeout=0.3):
                     pass
-                return str(info["url"])
-            except (OSError, ValueError, KeyError, TypeError):
-                return None
+                return entry["url"]
+            except (OSError, ValueError, OverflowError):
+                continue
         parent = os.path.dirname(directory)
         if parent == directory:
             break
         directory = parent
     return None
+
+
+_trace_browser_url = trace_browser_url  # the name before it was public
 
 
 def _capture_summary_lines(trace_path: str) -> list[str]:

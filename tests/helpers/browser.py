@@ -10,7 +10,7 @@ OFFLINE = "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"
 
 
 @contextmanager
-def chromium(offline: bool = True, width: int = 1400, height: int = 1000):
+def chromium(offline: bool = True, width: int = 1400, height: int = 1000, extra_args: tuple[str, ...] = ()):
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
@@ -21,7 +21,7 @@ def chromium(offline: bool = True, width: int = 1400, height: int = 1000):
     options.binary_location = binary
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                 "--disable-background-networking", "--disable-component-update", "--no-first-run",
-                f"--window-size={width},{height}", *([OFFLINE] if offline else [])):
+                f"--window-size={width},{height}", *([OFFLINE] if offline else []), *extra_args):
         options.add_argument(arg)
     browser = webdriver.Chrome(service=Service(driver_path), options=options)
     browser.set_page_load_timeout(120)

@@ -68,7 +68,8 @@ def first_run_stack(workdir) -> dict:
     try:
         wait_until(lambda: "first_run" in runs(stack["tb"]), 120, what="the inference's run in /runs")
         wait_until(lambda: "EXITED" in status(env).get("inference", ""), 60, what="the inference to finish")
-        wait_until(lambda: (workdir / "save_results" / ".trace_browser.json").exists(), 60, what="the trace browser")
+        wait_until(lambda: any((workdir / "save_results" / ".trace_browser").glob("*.json")), 60,
+                   what="the trace browser's discovery file")
     except BaseException:
         server.stop()
         raise

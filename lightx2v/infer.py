@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from lightx2v import settings
 from lightx2v.models.networks.qwen_image.config import PRESETS, QwenImageArch
 from lightx2v.utils.distributed import launched_world_size
 
@@ -202,7 +203,7 @@ def check_trace_output(args: argparse.Namespace) -> str | None:
             return f"{flag} {target} is a directory; give a file name such as {target / 'trace.json'}"
         folder = target.parent
     else:
-        flag = ENV_DIR if os.environ.get(ENV_DIR) else "--tb_dir"
+        flag = ENV_DIR if settings.get(settings.TORCH_PROFILE_DIR) else "--tb_dir"
         target = folder = Path(resolve_log_dir(args.tb_dir))
     existing = nearest_existing(folder)
     if not existing.is_dir():

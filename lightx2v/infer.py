@@ -9,12 +9,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from lightx2v import settings
 from lightx2v.models.networks.qwen_image.config import PRESETS, QwenImageArch
 from lightx2v.utils.distributed import launched_world_size
 
@@ -36,6 +38,37 @@ environment: LIGHTX2V_TORCH_PROFILE=0 disables profiling; LIGHTX2V_TORCH_PROFILE
 """
 
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+SEED_MAX = 2**64 - 1  # torch.Generator.manual_seed's highest seed (negative seeds would alias high ones)
+# Qwen-Image runs at about 4; far beyond, `uncond + s*(cond - uncond)` overflows and the latents turn NaN (1e300)
+GUIDANCE_MAX = 100
+PIXEL_MULTIPLE = 16  # VAE scale 8 x patch 2, the same for every preset (check_args checks the arch's own)
+
+
+@dataclasses.dataclass(frozen=True)
+class Number:
+    """argparse type of every numeric flag: parse as `kind`, then insist on a finite value in [low, high].
+
+    The range lives on the flag itself, so parsing rejects nan/inf (which `float()` accepts and every later
+    comparison lets through) and out-of-range values with one `error:` line, and tests read it from the parser.
+    """
+
+    kind: type
+    low: float
+    high: float | None = None
+
+    def describe(self) -> str:
+        what = "an integer" if self.kind is int else "a finite number"
+        return f"{what} >= {self.low}" if self.high is None else f"{what} in {self.low}..{self.high}"
+
+    def __call__(self, text: str) -> int | float:
+        try:
+            value = self.kind(text)
+        except ValueError:
+            value = None
+        finite = value is not None and (self.kind is int or math.isfinite(value))  # ints: 10**400 is exact
+        if not finite or value < self.low or (self.high is not None and value > self.high):
+            raise argparse.ArgumentTypeError(f"must be {self.describe()}, got {text!r}")
+        return value
 
 
 def _preset_help() -> str:
@@ -63,9 +96,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--task", default="t2i", choices=["t2i"], help="task (default t2i)")
     g.add_argument("--prompt", default="A cozy coffee shop at dawn, warm light, cinematic composition.")
     g.add_argument("--negative_prompt", default=" ", help="prompt of the unconditional branch (default ' ')")
-    g.add_argument("--seed", type=int, default=42, help="seed of the initial noise (default 42)")
-    g.add_argument("--infer_steps", type=int, default=None, help="denoising steps (default: the preset's)")
-    g.add_argument("--guidance_scale", type=float, default=4.0, help="true-CFG scale; <= 1 disables CFG (default 4.0)")
+    g.add_argument("--seed", type=Number(int, 0, SEED_MAX), default=42, help="seed of the initial noise (default 42)")
+    g.add_argument("--infer_steps", type=Number(int, 1), default=None, help="denoising steps (default: the preset's)")
+    g.add_argument(
+        "--guidance_scale",
+        type=Number(float, 0, GUIDANCE_MAX),
+        default=4.0,
+        help=f"true-CFG scale, 0..{GUIDANCE_MAX:g}; <= 1 disables CFG (default 4.0)",
+    )
     g.add_argument(
         "--save_result_path",
         default="save_results/qwen_image_t2i.png",
@@ -75,16 +113,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = p.add_argument_group("model size")
     g.add_argument("--preset", default="tiny", choices=list(PRESETS), help="model shape and defaults (default tiny)")
-    g.add_argument("--height", type=int, default=None, help="image height in pixels (multiple of 16)")
-    g.add_argument("--width", type=int, default=None, help="image width in pixels (multiple of 16)")
-    g.add_argument("--num_layers", type=int, default=None, help="override the preset's number of blocks")
-    g.add_argument("--hidden_size", type=int, default=None, help="override the preset's hidden size")
-    g.add_argument("--num_heads", type=int, default=None, help="override the preset's attention heads")
+    size = Number(int, PIXEL_MULTIPLE)
+    g.add_argument("--height", type=size, default=None, help="image height in pixels (multiple of 16)")
+    g.add_argument("--width", type=size, default=None, help="image width in pixels (multiple of 16)")
+    g.add_argument("--num_layers", type=Number(int, 1), default=None, help="override the preset's number of blocks")
+    g.add_argument("--hidden_size", type=Number(int, 1), default=None, help="override the preset's hidden size")
+    g.add_argument("--num_heads", type=Number(int, 1), default=None, help="override the preset's attention heads")
     g.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto: CUDA when available")
     g.add_argument("--dtype", default="auto", choices=["auto", *DTYPES], help="auto: bf16 on CUDA, fp32 on CPU")
     g.add_argument(
         "--threads",
-        type=int,
+        type=Number(int, 1, os.cpu_count() or 1),  # more intra-op threads than CPUs only spin (1e5 hangs torch)
         default=None,
         help="CPU threads for torch (default: torch's, one per core); 1 is much faster on a busy small machine",
     )
@@ -98,10 +137,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--chrome_path", default=None, help="chrome-format trace path (default save_results/trace.json)")
     g.add_argument("--with_stack", action="store_true", help="record Python call stacks")
     g.add_argument("--use_gzip", action="store_true", help="write *.pt.trace.json.gz")
-    g.add_argument("--profile_wait", type=int, default=1, help="calls not recorded (default 1)")
-    g.add_argument("--profile_warmup", type=int, default=3, help="calls recorded, not exported (default 3)")
-    g.add_argument("--profile_active", type=int, default=1, help="calls recorded and exported (default 1)")
-    g.add_argument("--tensorboard_port", type=int, default=None, help="port shown in the TensorBoard hint")
+    g.add_argument("--profile_wait", type=Number(int, 0), default=1, help="calls not recorded (default 1)")
+    g.add_argument("--profile_warmup", type=Number(int, 0), default=3, help="calls recorded, not exported (default 3)")
+    g.add_argument("--profile_active", type=Number(int, 1), default=1, help="calls recorded and exported (default 1)")
+    g.add_argument(
+        "--tensorboard_port", type=Number(int, 1, 65535), default=None, help="port shown in the TensorBoard hint"
+    )
     return p
 
 
@@ -115,24 +156,13 @@ def resolve_arch(args: argparse.Namespace) -> QwenImageArch:
 
 def check_args(args: argparse.Namespace, arch: QwenImageArch, world_size: int) -> list[str]:
     """Every problem with the request, each naming the flag, before anything heavy happens."""
-    problems = list(arch.problems())
-    if arch.infer_steps < 1:
-        problems.append(f"--infer_steps must be a positive integer, got {arch.infer_steps}")
+    problems = list(arch.problems())  # the ranges of single flags were checked by their Number type
     for flag, value in (("--height", arch.height), ("--width", arch.width)):
         if value < 1 or value % arch.pixel_multiple:
             problems.append(
                 f"{flag} {value} must be a positive multiple of {arch.pixel_multiple} "
                 f"(VAE scale {arch.vae_scale_factor} x patch {arch.patch_size})"
             )
-    for flag in ("profile_wait", "profile_warmup"):
-        if getattr(args, flag) < 0:
-            problems.append(f"--{flag} must be >= 0, got {getattr(args, flag)}")
-    if args.profile_active < 1:
-        problems.append(f"--profile_active must be >= 1, got {args.profile_active}")
-    if args.threads is not None and args.threads < 1:
-        problems.append(f"--threads must be >= 1, got {args.threads}")
-    if args.tensorboard_port is not None and not 1 <= args.tensorboard_port <= 65535:
-        problems.append(f"--tensorboard_port must be in 1-65535, got {args.tensorboard_port}")
     if args.cfg_parallel and world_size != 2:
         problems.append(
             f"--cfg_parallel runs the two CFG branches on exactly 2 processes (world size here: {world_size}); "
@@ -145,7 +175,45 @@ def check_args(args: argparse.Namespace, arch: QwenImageArch, world_size: int) -
     problem = check_writable(Path(args.save_result_path))
     if problem:
         problems.append(problem)
+    problem = check_trace_output(args)
+    if problem:
+        problems.append(problem)
     return problems
+
+
+def nearest_existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_trace_output(args: argparse.Namespace) -> str | None:
+    """None when the trace asked for can be written where the profiler will put it, else why not.
+
+    Checked before the run, so a trace that cannot land costs no inference; nothing is created here (the
+    profiler makes its folders), the nearest existing folder only has to take a file.
+    """
+    from lightx2v.utils.torch_trace_profiler import DEFAULT_CHROME_PATH, ENV_DIR, _profiling_enabled, resolve_log_dir
+
+    if not args.profile or not _profiling_enabled():
+        return None
+    if args.profile_format == "chrome":
+        flag, target = "--chrome_path", Path(os.path.abspath(args.chrome_path or DEFAULT_CHROME_PATH))
+        if target.is_dir():
+            return f"{flag} {target} is a directory; give a file name such as {target / 'trace.json'}"
+        folder = target.parent
+    else:
+        flag = ENV_DIR if settings.get(settings.TORCH_PROFILE_DIR) else "--tb_dir"
+        target = folder = Path(resolve_log_dir(args.tb_dir))
+    existing = nearest_existing(folder)
+    if not existing.is_dir():
+        return f"{flag} {target}: cannot write the trace there, {existing} is a file, not a folder"
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as exc:
+        return f"{flag} {target}: cannot write the trace there, {existing} is not writable: {exc.strerror or exc}"
+    return None
 
 
 def check_writable(path: Path) -> str | None:
@@ -229,7 +297,8 @@ def write_outputs(latents, config, path: Path, meta: dict) -> dict[str, str]:
     torch.save(latents, paths["latents"])
     save_preview(latents, paths["preview"], config.height, config.width)
     meta["outputs"] = {k: str(v) for k, v in paths.items()}
-    paths["metadata"].write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    # allow_nan=False: NaN is not JSON; every number in `meta` is finite by the flags' checks
+    paths["metadata"].write_text(json.dumps(meta, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     return meta["outputs"]
 
 
@@ -251,8 +320,11 @@ def capture_info() -> dict | None:
     }
 
 
-def run(args: argparse.Namespace, arch: QwenImageArch, device, dtype) -> None:
-    """Build, denoise, and (rank 0) write the outputs and say where everything went."""
+def run(args: argparse.Namespace, arch: QwenImageArch, device, dtype) -> int:
+    """Build, denoise, (rank 0) write the outputs and say where everything went; 1 when something asked for failed.
+
+    The outputs are written even then: a trace that could not be written costs the trace, not the result.
+    """
     import torch
     from tqdm import tqdm
 
@@ -288,9 +360,14 @@ def run(args: argparse.Namespace, arch: QwenImageArch, device, dtype) -> None:
         sync()
         t2 = time.perf_counter()
         bar.close()
-        if rank != 0:
-            return
         capture = capture_info() if args.profile else None
+        failures = []
+        if capture and (capture["error"] or not capture["trace_paths"]):
+            failures.append(f"the trace was not written: {capture['error']}")
+        if rank != 0:
+            for failure in failures:
+                print(f"error: [rank {rank}] {failure}", file=sys.stderr)
+            return 1 if failures else 0
         meta = {
             "model_cls": args.model_cls,
             "task": args.task,
@@ -324,6 +401,11 @@ def run(args: argparse.Namespace, arch: QwenImageArch, device, dtype) -> None:
             print(f"trace: capture incomplete: {capture['error']}")
         elif args.profile and not capture:
             print("trace: none captured (profiling switched off by LIGHTX2V_TORCH_PROFILE)")
+        if not torch.isfinite(latents).all():
+            failures.append(f"the final latents hold NaN or Inf (dtype {meta['dtype']}); they were written anyway")
+        for failure in failures:
+            print(f"error: {failure}", file=sys.stderr)
+        return 1 if failures else 0
     finally:
         distributed.teardown()
 
@@ -341,8 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(problem)
     if not args.profile:
         os.environ["LIGHTX2V_TORCH_PROFILE"] = "0"  # the profiler's own off switch: contexts become plain calls
-    run(args, arch, device, dtype)
-    return 0
+    return run(args, arch, device, dtype)
 
 
 if __name__ == "__main__":

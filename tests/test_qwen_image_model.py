@@ -46,6 +46,12 @@ def test_flow_sigmas_run_from_one_to_zero_and_shift_with_resolution():
     assert bool((big[1:-2] > small[1:-2]).all())  # more tokens → more time at high noise
 
 
+def test_one_step_is_the_single_jump_from_noise_to_data():
+    """The terminal stretch divides by the last non-zero time's distance from 1, which is 0 for one step."""
+    for seq_len in (256, 4096):
+        assert flow_sigmas(1, seq_len).tolist() == [1.0, 0.0]
+
+
 def test_pseudo_text_embedding_is_deterministic_and_follows_the_prompt():
     a = embed_prompt("a red fox, at dusk", 32, 16, torch.device("cpu"), torch.float32)
     b = embed_prompt("a red fox, at dusk", 32, 16, torch.device("cpu"), torch.float32)

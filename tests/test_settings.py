@@ -105,6 +105,8 @@ STANDALONE = {
     "lightx2v/utils/torch_trace_profiler.py": "the drop-in stands alone in a user's checkout (names checked above)",
     "lightx2v/assets/__init__.py": "the image's assets stage copies lightx2v/assets alone (name checked above)",
 }
+
+
 def _is_os_environ(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "environ"
 

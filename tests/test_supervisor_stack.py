@@ -1,7 +1,8 @@
 """docker/supervisord.conf run for real: TensorBoard, one inference run and the trace browser under supervisord.
 
-One stack for the module; the tests run in file order and the last one stops it with SIGTERM. The
-inference program runs `tests/helpers/capture.py` (a real torch.profiler capture) through
+One stack for the module, ready (first run listed, inference done, trace browser up) before any test reads
+it, and left ready by each test, so every test passes alone and in any order; the SIGTERM test stops a
+stack of its own. The inference program runs `tests/helpers/capture.py` (a real torch.profiler capture) through
 LIGHTX2V_INFER_CMD; `test_default_inference_command` runs the conf's own default command.
 """
 
@@ -18,7 +19,7 @@ import time
 import pytest
 from conftest import REPO_ROOT, free_port, subprocess_env
 from helpers.procs import (Server, alive, answers, descendants, get_json, http_get, process_group, runs,
-                           wait_until)
+                           supervisor_stop_bound, wait_until)
 
 CONF = REPO_ROOT / "docker" / "supervisord.conf"
 CAPTURE = REPO_ROOT / "tests" / "helpers" / "capture.py"
@@ -58,15 +59,30 @@ def status(env) -> dict[str, str]:
     return {line.split()[0]: line for line in supervisorctl(env, "status").splitlines() if line.strip()}
 
 
+def first_run_stack(workdir) -> dict:
+    """A stack whose inference writes the run `first_run`, once all of it is up and that inference is done."""
+    command = f"{sys.executable} {CAPTURE} save_results/torch_profile first_run"
+    server, env = start_stack(workdir, LIGHTX2V_INFER_CMD=command)
+    stack = {"server": server, "env": env, "tb": int(env["TENSORBOARD_PORT"]),
+             "browser": int(env["TRACE_BROWSER_PORT"]), "workdir": workdir}
+    try:
+        wait_until(lambda: "first_run" in runs(stack["tb"]), 120, what="the inference's run in /runs")
+        wait_until(lambda: "EXITED" in status(env).get("inference", ""), 60, what="the inference to finish")
+        wait_until(lambda: any((workdir / "save_results" / ".trace_browser").glob("*.json")), 60,
+                   what="the trace browser's discovery file")
+    except BaseException:
+        server.stop()
+        raise
+    return stack
+
+
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("stack")
-    server, env = start_stack(workdir, LIGHTX2V_INFER_CMD=f"{sys.executable} {CAPTURE} save_results/torch_profile first_run")
+    stack = first_run_stack(tmp_path_factory.mktemp("stack"))
     try:
-        yield {"server": server, "env": env, "tb": int(env["TENSORBOARD_PORT"]),
-               "browser": int(env["TRACE_BROWSER_PORT"]), "workdir": workdir}
+        yield stack
     finally:
-        server.stop()
+        stack["server"].stop()
 
 
 def test_tensorboard_shows_the_inference_run(stack):
@@ -78,8 +94,14 @@ def test_tensorboard_shows_the_inference_run(stack):
     for view in ("overview", "operation?group_by=Operation", "operation/table?group_by=Operation", "trace"):
         sep = "&" if "?" in view else "?"
         code, _, body = http_get(f"{base}/{view}{sep}run=first_run&worker={worker}&span=default")
-        assert code == 200 and len(body) > 50, (view, body[:200])
+        assert code == 200 and len(body) > 50, (view, body[:200])  # smoke: stock TensorBoard answers these too
     assert (stack["workdir"] / "save_results" / "torch_profile" / "first_run").is_dir()
+    # what only the fixed plugin gives on a torch >= 2 trace: call stacks rebuilt from python_function events
+    # (stock 0.4.3 answers HTTP 500 here), and an empty table, not a 500, for an operator without one
+    query = f"run=first_run&worker={worker}&span=default&group_by=Operation"
+    stacks = [row["call_stack"] for row in get_json(f"{base}/operation/stack?{query}&op_name=aten::addmm")["data"]]
+    assert stacks and all("capture.py(" in s for s in stacks), stacks[:3]
+    assert get_json(f"{base}/operation/stack?{query}&op_name=no::such_op")["data"] == []
 
 
 def test_supervisorctl_status(stack):
@@ -89,12 +111,17 @@ def test_supervisorctl_status(stack):
 
 
 def test_logs_reach_stdout_once(stack):
-    out = stack["server"].output()
+    """Each program's lines once per start (test_killed_tensorboard_... may have started TensorBoard again)."""
+    def tensorboard_started_and_said_so():
+        out = stack["server"].output()
+        starts = out.count("spawned: 'tensorboard'")
+        banners = len(re.findall(r"TensorBoard 2\.\d+\.\d+ at http://", out))
+        return starts >= 1 and banners == starts and out.count("plugin fixes applied") == starts and out
+
+    out = wait_until(tensorboard_started_and_said_so, 60, what="one TensorBoard banner per start")
     trace_lines = [line for line in stack["server"].lines if line.endswith("first_run/rank0_test.pt.trace.json")]
     assert len(trace_lines) == 1, out[-3000:]  # the inference's own print, once
-    assert len(re.findall(r"TensorBoard 2\.\d+\.\d+ at http://", out)) == 1
     assert len(re.findall(r"Trace browser: http://127\.0\.0\.1:\d+/", out)) == 1
-    assert out.count("plugin fixes applied") == 1
 
 
 def test_profiler_capture_appears_without_restart_and_names_the_perfetto_page(stack):
@@ -139,20 +166,26 @@ def test_killed_tensorboard_is_restarted_without_orphans(stack):
     wait_until(lambda: "first_run" in runs(port), 60, what="runs after the restart")
 
 
-def test_sigterm_stops_everything_within_10_s(stack):
+def test_sigterm_stops_everything(tmp_path):
+    """Its own stack (stopping the module's would break the tests after it). The mechanism, not a stopwatch:
+    every program ends on SIGTERM (none escalated to SIGKILL after stopwaitsecs), all children and their
+    process groups are gone, supervisord exits 0; the wait is the conf's worst case plus a margin."""
+    stack = first_run_stack(tmp_path)
     server = stack["server"]
-    wait_until(lambda: len(descendants(server.pid)) >= 3, 30, what="the programs")
-    tree = descendants(server.pid)
-    groups = {os.getpgid(pid) for pid in tree if alive(pid)}
-    started = time.monotonic()
-    server.proc.send_signal(signal.SIGTERM)
-    server.proc.wait(15)
-    elapsed = time.monotonic() - started
-    assert elapsed < 10, f"supervisord took {elapsed:.1f} s"
-    wait_until(lambda: not any(alive(pid) for pid in tree), 2, what="every child to be gone")
-    assert not any(process_group(g) for g in groups), "a process outlived its group"
-    assert not list((stack["workdir"] / "save_results" / ".trace_browser").glob("*.json"))
-    assert server.proc.returncode == 0
+    try:
+        wait_until(lambda: len(descendants(server.pid)) >= 3, 30, what="the programs")
+        tree = descendants(server.pid)
+        groups = {os.getpgid(pid) for pid in tree if alive(pid)}
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.proc.wait(supervisor_stop_bound(CONF)) == 0
+        wait_until(lambda: not any(alive(pid) for pid in tree), 10, what="every child to be gone")
+        assert not any(process_group(g) for g in groups), "a process outlived its group"
+        assert not list((stack["workdir"] / "save_results" / ".trace_browser").glob("*.json"))
+        out = server.output()
+        assert "stopped: tensorboard" in out and "stopped: trace_browser" in out, out[-2000:]
+        assert "SIGKILL" not in out, out[-2000:]
+    finally:
+        server.stop()
 
 
 def test_failing_inference_leaves_tensorboard_up(tmp_path):

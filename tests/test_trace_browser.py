@@ -15,9 +15,8 @@ from conftest import H200_TRACE, free_port
 from helpers.procs import Server, get_json, http_get, wait_until
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    base = tmp_path_factory.mktemp("browser")
+def make_root(base):
+    """A results folder holding traces of every kind, files that are not traces, and links in and out."""
     root = base / "save_results"
     run = root / "torch_profile" / "20261129-120000_infer_main"
     run.mkdir(parents=True)
@@ -33,14 +32,39 @@ def browser(tmp_path_factory):
     now = time.time()
     for age, path in enumerate([run / "rank0_host.pt.trace.json.gz", root / "trace.rank1.json", root / "trace.json"]):
         os.utime(path, (now - 100 * age, now - 100 * age))
+    return root
+
+
+def start_browser(base) -> dict:
+    root = make_root(base)
     port = free_port()
     server = Server([sys.executable, "-m", "lightx2v.trace_browser", "--root", str(root), "--port", str(port)],
                     LIGHTX2V_BIND_HOST="", LIGHTX2V_TRACE_BROWSER_URL="http://127.0.0.1:19001/")
     try:
         wait_until(lambda: http_get(f"http://127.0.0.1:{port}/api/traces")[0] == 200, 30, what="the browser")
-        yield {"port": port, "root": root, "server": server, "base": base}
-    finally:
+    except BaseException:
         server.stop()
+        raise
+    return {"port": port, "root": root, "server": server, "base": base}
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """One browser for the read-only tests; a test that stops a browser starts its own (any order works)."""
+    started = start_browser(tmp_path_factory.mktemp("browser"))
+    try:
+        yield started
+    finally:
+        started["server"].stop()
+
+
+@pytest.fixture
+def own_browser(tmp_path):
+    started = start_browser(tmp_path)
+    try:
+        yield started
+    finally:
+        started["server"].stop()
 
 
 def url(browser, path: str) -> str:
@@ -120,13 +144,13 @@ def test_read_only(browser, method):
     assert (browser["root"] / "trace.json").exists()
 
 
-def test_discovery_file_written_then_removed_on_sigterm(browser):
-    discovery = browser["root"] / ".trace_browser" / f"{socket.gethostname()}_{browser['server'].pid}.json"
+def test_discovery_file_written_then_removed_on_sigterm(own_browser):
+    discovery = own_browser["root"] / ".trace_browser" / f"{socket.gethostname()}_{own_browser['server'].pid}.json"
     data = json.loads(discovery.read_text())
     assert data.pop("started") <= time.time()
-    assert data == {"pid": browser["server"].pid, "port": browser["port"], "url": "http://127.0.0.1:19001/"}
-    browser["server"].stop()
-    assert browser["server"].proc.returncode == 0
+    assert data == {"pid": own_browser["server"].pid, "port": own_browser["port"], "url": "http://127.0.0.1:19001/"}
+    own_browser["server"].stop()
+    assert own_browser["server"].proc.returncode == 0
     assert not discovery.exists()
 
 

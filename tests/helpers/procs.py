@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import configparser
 import json
 import os
 import signal
@@ -155,6 +156,18 @@ class Server:
         for pid in process_group(self.proc.pid):
             os.kill(pid, signal.SIGKILL)
         self._reader.join(5)
+
+
+def supervisor_stop_bound(conf: Path, margin: float = 30.0) -> float:
+    """Seconds a SIGTERM'd supervisord may take with `conf`, for waits, not for timing assertions.
+
+    It stops its programs one after another, each up to its `stopwaitsecs` (supervisor's default: 10) before
+    SIGKILL: the sum is the worst case; `margin` covers start-up of the stop and a loaded machine.
+    """
+    parser = configparser.RawConfigParser()
+    parser.read(conf)
+    programs = [section for section in parser.sections() if section.startswith("program:")]
+    return sum(parser.getfloat(section, "stopwaitsecs", fallback=10.0) for section in programs) + margin
 
 
 def launcher(logdir, port: int, *extra: str, **env: str) -> Server:

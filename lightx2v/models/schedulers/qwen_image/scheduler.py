@@ -29,13 +29,14 @@ def flow_sigmas(
 
     Uniform times are shifted towards the noisy end by mu, which grows linearly with the number of image
     tokens (bigger images need more steps at high noise), then stretched so the last non-zero time is
-    `shift_terminal` — the defaults of Qwen-Image's scheduler config.
+    `shift_terminal` — the defaults of Qwen-Image's scheduler config. One step has no last non-zero time to
+    stretch (the stretch would divide 0 by 0): it is the single jump from 1 to 0.
     """
     slope = (max_shift - base_shift) / (max_seq_len - base_seq_len)
     mu = base_shift + slope * (image_seq_len - base_seq_len)
     t = torch.linspace(1.0, 1.0 / steps, steps, dtype=torch.float64)
     t = math.exp(mu) / (math.exp(mu) + (1.0 / t - 1.0))
-    if shift_terminal:
+    if shift_terminal and steps > 1:
         one_minus = 1.0 - t
         t = 1.0 - one_minus / (one_minus[-1] / (1.0 - shift_terminal))
     return torch.cat([t, torch.zeros(1, dtype=torch.float64)]).float()

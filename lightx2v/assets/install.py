@@ -117,14 +117,16 @@ def unpack(asset: NpmAsset, tarball: Path, dest: Path) -> Path:
             content = {}
             for name in (asset.file, "package.json", "README.md"):
                 member = members.get(f"package/{name}")
-                if member is None:
+                extracted = tar.extractfile(member) if member is not None else None
+                if extracted is None:
                     raise InstallError(f"{tarball.name} has no package/{name}")
-                content[name] = tar.extractfile(member).read()
+                content[name] = extracted.read()
         for name in (asset.file, "package.json"):
             (staging / name).write_bytes(content[name])
         if sha256_of(staging / asset.file) != asset.sha256:
             raise InstallError(f"{asset.file} from {tarball.name} does not match the pinned sha256; not installed")
-        (staging / LICENSE_FILE).write_text(license_notice(asset, staging, content["README.md"].decode(errors="replace")))
+        readme = content["README.md"].decode(errors="replace")
+        (staging / LICENSE_FILE).write_text(license_notice(asset, staging, readme))
         (staging / "lightx2v-asset.json").write_text(json.dumps(
             {"package": asset.package, "version": asset.version, "integrity": asset.integrity,
              "file": asset.file, "sha256": asset.sha256, "license": asset.license}, indent=2) + "\n")

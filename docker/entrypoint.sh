@@ -17,6 +17,12 @@ set -eu
 checkout="${LIGHTX2V_CHECKOUT:-/workspace/LightX2V}"
 results="${LIGHTX2V_RESULTS_DIR:-$checkout/save_results}"
 name=lightx2v
+stack_home="${LIGHTX2V_STACK_HOME:-/opt/lightx2v-profiling}"
+# The offline views' asset folder (lightx2v.assets); empty when the build could not fetch the polyfill.
+assets="$stack_home/venv/share/lightx2v/assets"
+
+# One line in the log when the build could not fetch the polyfill: what is missing, the command that adds it.
+"$stack_home/bin/lightx2v-stack-python" -m lightx2v.assets status --quiet || true
 
 if [ "$(id -u)" != 0 ]; then
     # Started with an explicit --user, or the container was restarted (`compose stop` + `up`,
@@ -50,6 +56,11 @@ sed -i "s|^$name:[^:]*:[0-9]*:[0-9]*:|$name:x:$uid:$gid:|" /etc/passwd
 home="/home/$name"
 mkdir -p "$home"
 chown "$uid:$gid" "$home"
+# ... and the asset folder, so that `lightx2v-assets install` through `docker compose exec` can add a missing one
+# (the servers serve only files matching their pinned sha256, whoever wrote them).
+if [ -d "$assets" ]; then
+    chown "$uid:$gid" "$assets"
+fi
 # supervisord reopens /dev/stdout and /dev/stderr for program logs, and Docker made these pipes (or the tty)
 # for root, 0600: hand them to the owner too, or supervisord fails with EACCES "making dispatchers".
 for fd in 1 2; do

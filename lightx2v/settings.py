@@ -220,6 +220,10 @@ TB_SKIP_FIXES = _declare("LIGHTX2V_TB_SKIP_FIXES", (), names_among(_tensorboard_
 ASSETS_DIR = _declare("LIGHTX2V_ASSETS_DIR", None, parse_path,
                       "where the offline views' browser files are installed and looked up",
                       (ASSETS, SERVE, TRACE_BROWSER, TENSORBOARD), default_doc="<sys.prefix>/share/lightx2v/assets")
+# Read by lightx2v.assets itself (it stands alone in the image's assets stage), so no program here checks it.
+NPM_REGISTRY = _declare("LIGHTX2V_NPM_REGISTRY", None, parse_text,
+                        "an npm registry (a mirror) `python -m lightx2v.assets install` fetches from; also a build "
+                        "argument of the image", default_doc="npm's own setting")
 SUPERVISOR_CONF = _declare("LIGHTX2V_SUPERVISOR_CONF", None, parse_path,
                            "the supervisord config `python -m lightx2v.serve` runs", (SERVE,),
                            default_doc="docker/supervisord.conf")
@@ -250,6 +254,9 @@ TORCH_PROFILE_TB_DIR = _declare("LIGHTX2V_TORCH_PROFILE_TB_DIR", None, parse_pat
 # compose.yaml's own shell variables (docs/docker.md): read by Docker Compose, not by a program of ours.
 PATH = _declare("LIGHTX2V_PATH", ".", parse_path, "your checkout, mounted at /workspace/LightX2V", scope=COMPOSE)
 BASE_IMAGE = _declare("BASE_IMAGE", None, parse_text, "the image the stack is added onto", scope=COMPOSE)
+REQUIRE_ASSETS = _declare("LIGHTX2V_REQUIRE_ASSETS", False, parse_switch,
+                          "a build argument: 1 fails the image build when the offline Timeline's polyfill cannot be "
+                          "fetched (default: build anyway, with one warning)", scope=COMPOSE)
 TB_PORT = _declare("TB_PORT", DEFAULT_TENSORBOARD_PORT, parse_port,
                    "the host port compose publishes TensorBoard on (it becomes LIGHTX2V_TENSORBOARD_PORT inside)",
                    scope=COMPOSE)

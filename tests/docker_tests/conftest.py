@@ -49,14 +49,15 @@ def project(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def image(docker_engine, standin_base, project):
     """The project's image, built cold (no cache: a cached layer could hide a broken install), then rebuilt
-    after a one-line code change to show the dependency layer survives it."""
+    after a one-line code change to show the dependency layer survives it: (tag, {step: cached} of the
+    rebuild, the cold build's output)."""
     tag = f"lightx2v-test-image:{os.getpid()}"
-    cold, _ = build(docker_engine, project, standin_base, tag, "--no-cache")
+    cold, cold_output = build(docker_engine, project, standin_base, tag, "--no-cache")
     with open(project / "lightx2v" / "__init__.py", "a") as f:
         f.write("# one-line change: the rebuild must reuse the dependency layer\n")
     warm, output = build(docker_engine, project, standin_base, tag)
     TIMINGS["image build, cold (no cache)"] = f"{cold:.1f} s"
     TIMINGS["image build after a one-line code change"] = f"{warm:.1f} s"
-    yield tag, cached_steps(output)
+    yield tag, cached_steps(output), cold_output
     docker_engine.run("rmi", "-f", tag, check=False)
     docker_engine.run("image", "prune", "-f", check=False)

@@ -2,15 +2,16 @@
 
 CI machines have no container registry, so nothing can be pulled: the tests start Debian's own `dockerd`
 (no bridge, no iptables; every container uses host networking, so all traffic stays on loopback) and make
-a stand-in for the real CUDA PyTorch base from a debootstrapped Debian with the local CPU torch wheel.
-State lives in one persistent folder, so the stand-in (about 2.5 minutes to make) is built once per
-machine and reused by later runs; a lock file keeps two test runs from sharing the engine at once.
+a stand-in for the real CUDA PyTorch base from a debootstrapped Debian with the torch this machine runs
+(the same version, fetched as a wheel by `pip download` through this machine's own pip configuration, so
+any machine whose pip installed torch can make it). State lives in one persistent folder, so the stand-in
+(about 2.5 minutes to make) is built once per machine and reused by later runs; a lock file keeps two test
+runs from sharing the engine at once.
 """
 
 from __future__ import annotations
 
 import fcntl
-import glob
 import hashlib
 import os
 import shutil
@@ -20,15 +21,20 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 STATE_DIR = Path(os.environ.get("LIGHTX2V_TEST_DOCKER_DIR", "/var/lib/lightx2v-test-docker"))
-TORCH_WHEELS = "/opt/wheels/torch-*+cpu-cp311-*.whl"  # Debian 12's python3 is 3.11
 DEBIAN_SUITE = "bookworm"
+STANDIN_PYTHON = "3.11"  # Debian 12's python3: the torch wheel is fetched for it
+# A wheel file to use instead of fetching one (for machines whose pip cannot fetch torch)
+ENV_TORCH_WHEEL = "LIGHTX2V_TEST_TORCH_WHEEL"
 INSTALL_HINT = "apt-get install -y --no-install-recommends docker.io debootstrap iptables"
 HOST_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 # Changing how the stand-in is made changes its tag, so a stale one is never reused.
-STANDIN_RECIPE = "v2: debootstrap minbase + python3-venv at /opt/venv + torch cpu wheel + numpy + host CA for pip and node"
+# v3: no NODE_EXTRA_CA_CERTS: like a user's base, only the system bundle (and PIP_CERT for pip) holds the CA.
+STANDIN_RECIPE = ("v3: debootstrap minbase + python3-venv at /opt/venv + torch wheel + numpy"
+                  " + host CA in the system bundle")
 
 
 class EngineError(RuntimeError):
@@ -148,7 +154,7 @@ def _acquire_lock(path: Path, timeout: float = 1200.0):
             return handle
         except BlockingIOError:
             if time.monotonic() > deadline:
-                raise EngineError(f"another test run holds {path} for over {timeout:.0f} s")
+                raise EngineError(f"another test run holds {path} for over {timeout:.0f} s") from None
             time.sleep(1)
 
 
@@ -170,15 +176,48 @@ def _end_leftover_daemon(pid_file: Path, data_root: Path) -> None:
     os.kill(pid, signal.SIGKILL)
 
 
-def torch_wheel() -> Path:
-    wheels = sorted(glob.glob(os.environ.get("LIGHTX2V_TEST_TORCH_WHEEL", TORCH_WHEELS)))
-    if not wheels:
-        raise EngineError(f"no CPU torch wheel for the stand-in base matches {TORCH_WHEELS}")
-    return Path(wheels[-1])
+def torch_requirement() -> str:
+    """`torch==<version>` of the torch this machine runs (CPU builds carry `+cpu`), or the explicit wheel."""
+    explicit = os.environ.get(ENV_TORCH_WHEEL)
+    if explicit:
+        return Path(explicit).name
+    try:
+        return f"torch=={version('torch')}"
+    except PackageNotFoundError:
+        raise EngineError("torch is not installed here; install the CPU build the tests run with (see .ci/run), "
+                          f"or point {ENV_TORCH_WHEEL} at a cp311 torch wheel") from None
+
+
+def torch_wheel(cache: Path) -> Path:
+    """A cp311 wheel of `torch_requirement()`: the explicit file, else `pip download` into `cache`.
+
+    pip resolves it the way it resolved this machine's own torch (its index, extra index or find-links), so
+    nothing depends on where a wheel happens to lie on the development machine.
+    """
+    explicit = os.environ.get(ENV_TORCH_WHEEL)
+    if explicit:
+        if not Path(explicit).is_file():
+            raise EngineError(f"{ENV_TORCH_WHEEL}={explicit}: no such file")
+        return Path(explicit)
+    requirement = torch_requirement()
+    cache.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
+         "--python-version", STANDIN_PYTHON, "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
+         "--dest", str(cache), requirement],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    wanted = requirement.split("==", 1)[1]
+    wheels = sorted(p for p in cache.glob("torch-*.whl") if p.name.startswith(f"torch-{wanted}-"))
+    if result.returncode != 0 or not wheels:
+        tail = (result.stderr or result.stdout).strip()[-800:]
+        raise EngineError(f"stand-in base: `pip download {requirement}` (cp311, manylinux x86_64) failed: {tail}\n"
+                          f"Configure pip to find that torch build, or point {ENV_TORCH_WHEEL} at a wheel file.")
+    return wheels[-1]
 
 
 def standin_tag() -> str:
-    key = f"{STANDIN_RECIPE}|{DEBIAN_SUITE}|{torch_wheel().name}"
+    key = f"{STANDIN_RECIPE}|{DEBIAN_SUITE}|{torch_requirement()}"
     return "lightx2v-test-standin:" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
@@ -186,8 +225,8 @@ def ensure_standin_base(engine: Engine) -> tuple[str, float | None]:
     """The stand-in base image's tag, and the seconds spent making it (None when it already existed).
 
     Like `pytorch/pytorch`, it offers `python3` whose pip may install (a venv first on PATH, as conda's env
-    is there) and an importable torch; it also trusts this machine's CA bundle so pip and npm reach their
-    registries.
+    is there) and an importable torch. Like a user's base behind a TLS-inspecting proxy, this machine's CA
+    bundle is its system bundle and pip is told to use it (PIP_CERT); nothing tells node about it.
     """
     tag = standin_tag()
     if engine.image_exists(tag):
@@ -195,7 +234,7 @@ def ensure_standin_base(engine: Engine) -> tuple[str, float | None]:
     if not shutil.which("debootstrap"):
         raise EngineError(f"debootstrap not found; {INSTALL_HINT}")
     started = time.monotonic()
-    wheel = torch_wheel()
+    wheel = torch_wheel(engine.state_dir / "wheels")
     work = Path(tempfile.mkdtemp(prefix="standin-", dir=engine.state_dir))
     rootfs = work / "rootfs"
     try:
@@ -234,8 +273,6 @@ def ensure_standin_base(engine: Engine) -> tuple[str, float | None]:
             "import",
             "--change", "ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             "--change", f"ENV PIP_CERT={HOST_CA_BUNDLE}",
-            # npm (the Dockerfile's assets stage) trusts the same bundle, as node does on this machine.
-            "--change", f"ENV NODE_EXTRA_CA_CERTS={HOST_CA_BUNDLE}",
             "--change", "WORKDIR /workspace",
             "-", tag,
             stdin=tar.stdout,

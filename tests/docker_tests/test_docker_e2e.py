@@ -11,7 +11,6 @@ import subprocess
 import time
 
 import pytest
-
 from helpers.traces import load_trace
 
 from .stack import OWNER_GID, OWNER_UID, TIMINGS, start_stack
@@ -26,15 +25,27 @@ RESULTS = f"{CHECKOUT}/save_results"
 EXEC_CAPTURE = ["lightx2v-demo", "--preset", "tiny", "--infer_steps", "2", "--prompt", "exec"]
 # What the base image's python3 has installed, read with that interpreter, isolated from the working directory.
 BASE_DISTRIBUTIONS = ("import importlib.metadata as m, importlib.util;"
-                      "print(sorted(d.metadata['Name'] for d in m.distributions()), importlib.util.find_spec('lightx2v'))")
+                      "print(sorted(d.metadata['Name'] for d in m.distributions()),"
+                      " importlib.util.find_spec('lightx2v'))")
 
 
 def test_rebuild_after_a_code_change_reuses_the_dependency_layer(image):
-    _, steps = image
+    steps = image[1]
     install = [cached for step, cached in steps.items() if "install-stack.sh dependencies" in step]
     source = [cached for step, cached in steps.items() if step.startswith("COPY . ")]
     assert install == [True], steps
     assert source == [False], steps
+
+
+def test_the_polyfill_is_fetched_on_a_base_whose_ca_is_only_in_its_system_bundle(docker_engine, standin_base, image):
+    """Issue 20: behind a TLS-inspecting proxy (this machine's own network re-signs TLS) the base has the
+    proxy's CA in its system bundle and PIP_CERT, and nothing for node: the assets stage must still fetch."""
+    env = docker_engine.run("image", "inspect", "--format", "{{json .Config.Env}}", standin_base).stdout
+    assert "NODE_EXTRA_CA_CERTS" not in env and "PIP_CERT=" in env, env
+    cold_output = image[2]
+    assert "npm trusts node's own roots and this machine's CA bundle(s)" in cold_output, cold_output
+    assert "assets: installed webcomponents.js@0.7.24" in cold_output, cold_output
+    assert "assets: WARNING" not in cold_output, cold_output
 
 
 def test_torch_comes_from_the_base_image_untouched(docker_engine, standin_base, image):
@@ -112,6 +123,26 @@ def test_compose_up_becomes_healthy_quickly(stack):
     assert stack.healthy_at - stack.up_started < 60, stack.logs()
 
 
+def test_the_servers_listen_on_all_interfaces_of_the_container(stack):
+    """Issue 20: outside the image the servers default to loopback; the image says 0.0.0.0 explicitly (its
+    ENV), which a published port needs. Host networking: the container's sockets are this machine's."""
+    assert stack.exec("sh", "-c", "echo $LIGHTX2V_BIND_HOST").stdout.strip() == "0.0.0.0"
+    listening = {(address, port) for address, port in _listening_sockets() if port in (stack.tb_port,
+                                                                                       stack.browser_port)}
+    assert listening == {("00000000", stack.tb_port), ("00000000", stack.browser_port)}, listening
+
+
+def _listening_sockets() -> list[tuple[str, int]]:
+    """(hex local address, port) of every listening IPv4 TCP socket, from /proc/net/tcp."""
+    sockets = []
+    for line in open("/proc/net/tcp").read().splitlines()[1:]:
+        fields = line.split()
+        address, port = fields[1].split(":")
+        if fields[3] == "0A":  # TCP_LISTEN
+            sockets.append((address, int(port, 16)))
+    return sockets
+
+
 def test_compose_creates_no_network(stack):
     networks = stack.engine.run("network", "ls", "--format", "{{.Name}}").stdout.split()
     assert sorted(networks) == ["host", "none"]
@@ -137,7 +168,8 @@ def test_the_image_serves_the_offline_views(stack):
     rel = trace.relative_to(results).as_posix()
     index = stack.get_text(stack.browser_port, "/")
     assert f"/timeline/{rel}" in index and f"/overview/{rel}" in index, index[:2000]
-    assert "lightx2v.assets install" not in index  # the "offline views missing" notice names that command
+    assert "assets install" not in index  # the "offline views missing" notice names that command
+    assert "offline Timeline is missing" not in stack.logs()
     polyfill = stack.get_text(stack.browser_port, "/assets/webcomponents.min.js")
     assert "@license" in polyfill and len(polyfill) > 100_000
     assert "tr.ui" in stack.get_text(stack.browser_port, "/vendor/trace_viewer_full.html")
@@ -184,7 +216,19 @@ def test_a_stopped_stack_starts_again_as_the_same_user(stack):
     assert owners(results) == {(OWNER_UID, OWNER_GID)}
 
 
-def test_compose_down_stops_cleanly_within_the_grace_period(stack):
+def test_compose_down_stops_cleanly_within_the_grace_period(docker_engine, image, project):
+    """A stack of its own (so no test depends on another's order) after its demo inference at start."""
+    stack = start_stack(docker_engine, image[0], project, f"lx2v-test-down-{os.getpid()}")
+    try:
+        land_then_list(stack, stack.project / "save_results", traces(stack.project / "save_results"), timeout=240)
+        _down_within_the_grace_period(stack)
+    finally:
+        if stack.container_ids():
+            print(stack.logs())
+            stack.compose("down", check=False)
+
+
+def _down_within_the_grace_period(stack) -> None:
     (cid,) = stack.container_ids()
     waiter = subprocess.Popen(["docker", "wait", cid], env=stack.engine.env, stdout=subprocess.PIPE, text=True)
     started = time.monotonic()

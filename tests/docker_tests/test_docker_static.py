@@ -137,3 +137,11 @@ def test_dockerfile_sets_a_default_for_every_variable_supervisord_reads():
     env_block = re.findall(r"^ENV ((?:.*\\\n)*.*)$", DOCKERFILE.read_text(), flags=re.MULTILINE)
     defined = set(re.findall(r"(\w+)=", " ".join(env_block)))
     assert needed <= defined, f"supervisord.conf reads {sorted(needed - defined)} with no ENV default in the Dockerfile"
+
+
+def test_the_servers_listen_on_loopback_unless_the_image_says_otherwise():
+    """Issue 20: supervisord.conf (also run by `python -m lightx2v.serve`) defaults to 127.0.0.1; only the image,
+    which knows a published port needs all interfaces, sets 0.0.0.0, explicitly."""
+    hosts = re.findall(r'--host "\$\{LIGHTX2V_BIND_HOST:-([^}]*)\}"', SUPERVISORD_CONF.read_text())
+    assert hosts == ["127.0.0.1", "127.0.0.1"]
+    assert re.search(r"^\s+LIGHTX2V_BIND_HOST=0\.0\.0\.0 \\$", DOCKERFILE.read_text(), flags=re.MULTILINE)

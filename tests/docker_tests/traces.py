@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import urllib.error
+from datetime import datetime, timezone
 from pathlib import Path
 
 RUN_GLOB = "torch_profile/*/*.pt.trace.json*"  # the fixed module: one run directory per capture
@@ -64,3 +65,33 @@ def owners(root: Path) -> set[tuple[int, int]]:
 def owner_report(root: Path) -> list[tuple[str, int]]:
     return sorted((str(p), p.lstat().st_uid) for p in owners_paths(root))
 
+
+
+def found_after(stack, run: str, landed_wall: float, timeout: float = 60) -> float:
+    """Seconds from `landed_wall` (a trace file's mtime) to the launcher's "loading run <run>" (or "reloading
+    run") log line, by the engine's own timestamps of the log: when the run monitor found the new file. This
+    is what the launcher's rescan interval bounds; listing it also waits for the plugin to parse the trace."""
+
+    def found() -> float | None:
+        (container,) = stack.container_ids()
+        result = stack.engine.run("logs", "--timestamps", container, check=False)
+        for line in (result.stdout + result.stderr).splitlines():  # `<RFC 3339 time> <line>`, both streams
+            stamp, _, message = line.partition(" ")
+            if not message.rstrip().endswith((f"loading run {run}", f"reloading run {run}")):
+                continue
+            seen = _engine_time(stamp)
+            if seen is not None and seen >= landed_wall - 0.05:  # the same run may have been loaded before
+                return seen - landed_wall
+        return None
+
+    value = wait_for(f"the launcher to find run {run}", lambda: (v := found()) is not None and (v,), timeout)
+    return value[0]
+
+
+def _engine_time(stamp: str) -> float | None:
+    """`2026-12-01T22:56:01.613456789Z` (docker's RFC 3339 with nanoseconds) as a Unix time."""
+    try:
+        whole, _, fraction = stamp.rstrip("Z").partition(".")
+        return datetime.fromisoformat(whole).replace(tzinfo=timezone.utc).timestamp() + float(f"0.{fraction or 0}")
+    except ValueError:
+        return None

@@ -247,6 +247,20 @@ def test_bad_arguments_raise_even_after_the_session_is_done():
         TorchTraceProfileContext("late", active=0)
 
 
+@pytest.mark.parametrize("valid, equal_but_invalid", [
+    ({"with_stack": True}, {"with_stack": 1}), ({"use_gzip": False}, {"use_gzip": 0}),
+    ({"wait": 1}, {"wait": True}), ({"warmup": 2}, {"warmup": 2.0}),
+    ({"tensorboard_port": 6006}, {"tensorboard_port": 6006.0}),
+])
+def test_the_config_cache_never_lets_an_equal_value_of_the_wrong_type_through(valid, equal_but_invalid):
+    """Contexts reuse a validated config per distinct settings; 1 == True == 1.0, so equality alone must not."""
+    assert TorchTraceProfileContext("cached", tb_dir="x", **valid).config == TorchTraceProfileContext(
+        "again", tb_dir="x", **valid).config
+    (field,) = equal_but_invalid
+    with pytest.raises(ValueError, match=field):
+        TorchTraceProfileContext("cached", tb_dir="x", **equal_but_invalid)
+
+
 def test_hints_are_visible_in_a_plain_script(tmp_path):
     """No logging configuration at all: the done-message still reaches the terminal, with every hint."""
     script = tmp_path / "plain.py"

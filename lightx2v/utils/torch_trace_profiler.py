@@ -164,26 +164,9 @@ def _find_bad_field(cfg: TorchTraceProfileConfig) -> Optional[str]:
     return None
 
 
-_CONFIGS: dict[tuple, TorchTraceProfileConfig] = {}  # validated configs by (settings, their types)
+_DEFAULT = TorchTraceProfileConfig()  # the defaults of TorchTraceProfileContext's keywords come from here
+_CONFIGS: dict[tuple, TorchTraceProfileConfig] = {}  # validated configs by their settings (and the number types)
 _CONFIGS_MAX = 256  # distinct call-site settings a process keeps; beyond that, each context validates anew
-
-
-def _config_for(settings: dict[str, Any]) -> TorchTraceProfileConfig:
-    """The validated config for these keyword settings, built once per distinct settings.
-
-    The key holds each value's type too, because ``1 == True == 1.0`` hash alike and only the first is valid for
-    ``wait``. Unhashable values (a list, say) skip the cache and reach the config's own check.
-    """
-    key = (*settings.items(), *map(type, settings.values()))
-    try:
-        cached = _CONFIGS.get(key)
-    except TypeError:
-        return TorchTraceProfileConfig(**settings)
-    if cached is None:
-        cached = TorchTraceProfileConfig(**settings)
-        if len(_CONFIGS) < _CONFIGS_MAX:
-            _CONFIGS[key] = cached
-    return cached
 
 
 # ------------------------------------------------------------------------------------------ session state
@@ -369,18 +352,54 @@ class TorchTraceProfiler:
 class TorchTraceProfileContext:
     """A profiled call site. Cheap to create at every step: only the session's first ``run()`` captures.
 
-    ``settings`` are the fields of ``TorchTraceProfileConfig`` (by keyword: ``tb_dir``, ``wait``, ``warmup``,
-    ``active``, ``with_stack``, ...), checked here, so a typo fails on the first step rather than when a capture
-    would start.
+    The keywords are the fields of ``TorchTraceProfileConfig`` (documented there, defaults taken from there),
+    checked here, so a typo fails on the first step rather than when a capture would start.
     """
 
     __slots__ = ("name", "config")
 
-    def __init__(self, name: Optional[str] = None, **settings: Any) -> None:
+    def __init__(
+        self,
+        name: Optional[str] = None,
+        *,
+        profile_format: str = _DEFAULT.profile_format,
+        tb_dir: Optional[Union[str, os.PathLike]] = _DEFAULT.tb_dir,
+        chrome_path: Optional[Union[str, os.PathLike]] = _DEFAULT.chrome_path,
+        wait: int = _DEFAULT.wait,
+        warmup: int = _DEFAULT.warmup,
+        active: int = _DEFAULT.active,
+        with_stack: bool = _DEFAULT.with_stack,
+        tensorboard_port: int = _DEFAULT.tensorboard_port,
+        use_gzip: bool = _DEFAULT.use_gzip,
+        record_shapes: bool = _DEFAULT.record_shapes,
+        profile_memory: bool = _DEFAULT.profile_memory,
+        with_flops: bool = _DEFAULT.with_flops,
+    ) -> None:
         if name is not None and type(name) is not str:
             raise ValueError(f"name must be a str or None, got {type(name).__name__}")
         self.name = name
-        self.config = _config_for(settings)
+        # A validated config per distinct settings: a context at every step costs one dict lookup. Equal is not
+        # enough for a key (1 == True == 1.0, and only one of them is valid), so the cache serves only settings
+        # whose numbers and switches have their exact types; anything else goes to the config's check.
+        config = None
+        exact = (type(wait) is type(warmup) is type(active) is type(tensorboard_port) is int
+                 and type(with_stack) is type(use_gzip) is type(record_shapes) is type(profile_memory)
+                 is type(with_flops) is bool)
+        key = (profile_format, tb_dir, chrome_path, wait, warmup, active, with_stack, tensorboard_port, use_gzip,
+               record_shapes, profile_memory, with_flops)
+        if exact:
+            try:
+                config = _CONFIGS.get(key)
+            except TypeError:  # an unhashable path: the config's check names it
+                exact = False
+        if config is None:
+            config = TorchTraceProfileConfig(
+                profile_format=profile_format, tb_dir=tb_dir, chrome_path=chrome_path, wait=wait, warmup=warmup,
+                active=active, with_stack=with_stack, tensorboard_port=tensorboard_port, use_gzip=use_gzip,
+                record_shapes=record_shapes, profile_memory=profile_memory, with_flops=with_flops)
+            if exact and len(_CONFIGS) < _CONFIGS_MAX:
+                _CONFIGS[key] = config
+        self.config = config
 
     def __enter__(self) -> "TorchTraceProfileContext":
         return self

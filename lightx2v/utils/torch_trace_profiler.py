@@ -800,14 +800,15 @@ def _viewing_hints(result: CaptureResult, cfg: TorchTraceProfileConfig) -> list[
 def _fixed_tensorboard_command() -> Optional[str]:
     """How this machine starts the project's fixed TensorBoard launcher, or None where it cannot.
 
-    ``python -m lightx2v.tensorboard`` only where this process finds that module (this project's ``lightx2v``);
-    where a LightX2V checkout's own ``lightx2v`` shadows it (the Docker image runs the user's code so), the
-    image's wrapper command on PATH, which starts the launcher with the stack's own interpreter.
+    The Docker image's wrapper ``lightx2v-tensorboard`` when it is on PATH: it runs the stack's own interpreter,
+    so it works even where a LightX2V checkout's own ``lightx2v`` shadows ours (the image runs the user's code
+    so, and there ``python -m lightx2v.tensorboard`` fails). Else ``python -m lightx2v.tensorboard`` where this
+    process finds that module; else nothing.
     """
-    if _module_available("lightx2v.tensorboard"):
-        return "python -m lightx2v.tensorboard"
     if shutil.which("lightx2v-tensorboard"):
         return "lightx2v-tensorboard"
+    if _module_available("lightx2v.tensorboard"):
+        return "python -m lightx2v.tensorboard"
     return None
 
 

@@ -33,8 +33,14 @@ call; ``LIGHTX2V_TORCH_PROFILE_DIR`` replaces ``tb_dir``; ``LIGHTX2V_TENSORBOARD
 in the viewing hints (e.g. the host port a container publishes); ``LIGHTX2V_TORCH_PROFILE_REMOTE=0`` keeps the
 process from being armed from outside.
 
-This file depends on torch and the standard library only, imports torch lazily, and can be copied over
-``lightx2v/utils/torch_trace_profiler.py`` in an existing LightX2V checkout.
+Settings live in ``TorchTraceProfileConfig`` (defaults, a doc per field, the one check). The original LightX2V
+module's other names keep working: ``TorchTraceProfiler(cfg)`` with ``try_claim(label)`` / ``run(step_fn)`` /
+``ran``, ``make_on_trace_ready(cfg)``, ``log_profile_start(cfg, name)``, ``log_profile_done(cfg)`` and
+``cfg.steps`` (see "the original module's names"). After each trace, a summary handler may add a few log lines
+(``TorchTraceProfiler.set_summary_handler``; see ``_summary_handler`` for the default).
+
+This file depends on torch and the standard library only (nothing of this project, not even lazily), imports
+torch lazily, and can be copied over ``lightx2v/utils/torch_trace_profiler.py`` in an existing LightX2V checkout.
 """
 
 from __future__ import annotations
@@ -634,7 +640,7 @@ def _unpin_process_group_defaults() -> None:
     try:
         import types
 
-        process_group = getattr(sys.modules.get("torch.distributed"), "ProcessGroup", None)
+        process_group: Any = getattr(sys.modules.get("torch.distributed"), "ProcessGroup", None)
         functions = [f for f in vars(functional).values() if isinstance(f, types.FunctionType)
                      and f.__module__ == functional.__name__ and "group" in f.__code__.co_varnames]
         if isinstance(process_group, type) and functions:
@@ -647,7 +653,7 @@ def _unpin_process_group_defaults() -> None:
                 func.__defaults__ = tuple(None if n == "group" and isinstance(v, process_group) else v
                                           for n, v in zip(names, defaults, strict=False))
             if isinstance((func.__kwdefaults__ or {}).get("group"), process_group):
-                func.__kwdefaults__ = {**func.__kwdefaults__, "group": None}
+                func.__kwdefaults__ = {**(func.__kwdefaults__ or {}), "group": None}
     except Exception as exc:  # never cost the caller the capture's result
         problem = repr(exc)
     if problem:
@@ -1054,16 +1060,19 @@ class _RemoteControl:
         The thread never creates a folder and writes a file only to answer a request or to show an arm done by
         reset_session(), so a caller removing its logdir (a temporary directory, say) does not race with it.
         """
+        request_path, status_path = self.request_path, self.status_path
+        if request_path is None or status_path is None:
+            return
         last_beat = time.monotonic()
         while True:
             time.sleep(POLL_SECONDS)
             try:
-                if os.path.exists(self.request_path):
+                if os.path.exists(request_path):
                     self._take_request()
                 elif self._shown_state() != self.written_state:
                     self._write_status()
                 elif time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
-                    os.utime(self.status_path)
+                    os.utime(status_path)
                     last_beat = time.monotonic()
             except FileNotFoundError:  # the logdir is gone (removed, or not yet recreated): stay quiet
                 pass
@@ -1076,8 +1085,11 @@ class _RemoteControl:
         return _SESSION.claimed, _SESSION.generation
 
     def _take_request(self) -> None:
+        request_path = self.request_path
+        if request_path is None:
+            return
         try:
-            with open(self.request_path) as f:
+            with open(request_path) as f:
                 text = f.read(4096)
             request = json.loads(text) if text.strip() else {"by": "a request file"}  # `touch` arms too
             if not isinstance(request, dict):
@@ -1085,7 +1097,7 @@ class _RemoteControl:
         except (OSError, ValueError) as exc:
             request = {"id": None, "by": f"a request file ({exc})"}
         try:
-            os.remove(self.request_path)
+            os.remove(request_path)
         except FileNotFoundError:
             pass
         by = str(request.get("by") or "outside")[:200]
@@ -1109,17 +1121,20 @@ class _RemoteControl:
 
     def _write_status(self) -> None:
         """Write the status file under a hidden temporary name, then rename (readers never see half of it)."""
+        status_path = self.status_path
+        if status_path is None:
+            return
         status = {"protocol": CONTROL_PROTOCOL, "pid": self.pid, "host": socket.gethostname(),
                   "argv": [str(a)[:200] for a in sys.argv[:12]], "log_dir": self.log_dir,
                   "started_at": self.started_at, "updated_at": time.time(), "exited_at": self.exited_at,
                   "poll_seconds": POLL_SECONDS, "heartbeat_seconds": HEARTBEAT_SECONDS, **self.status()}
-        directory, name = os.path.split(self.status_path)
+        directory, name = os.path.split(status_path)
         tmp = os.path.join(directory, f".{name}.tmp")
         with self.lock:  # the watcher, the caller's thread and the atexit handler share the temporary name
             state = self._shown_state()
             with open(tmp, "w") as f:
                 json.dump(status, f, default=str)
-            os.replace(tmp, self.status_path)
+            os.replace(tmp, status_path)
             self.written_state = state
 
     def status(self) -> dict[str, Any]:

@@ -66,6 +66,7 @@ T = TypeVar("T")
 ENV_ENABLE = "LIGHTX2V_TORCH_PROFILE"
 ENV_DIR = "LIGHTX2V_TORCH_PROFILE_DIR"
 ENV_PORT = "LIGHTX2V_TENSORBOARD_PORT"
+ENV_REMOTE = "LIGHTX2V_TORCH_PROFILE_REMOTE"  # see "remote arming"
 PROFILE_FORMATS = ("tensorboard", "chrome")
 # The file names TensorBoard's PyTorch Profiler plugin lists; anything else in a run directory is invisible.
 TENSORBOARD_TRACE_RE = re.compile(r"^(.*?)(\.\d+)?\.pt\.trace\.json(\.gz)?$")
@@ -982,7 +983,6 @@ def log_profile_done(cfg: TorchTraceProfileConfig) -> None:
 # at a different point, and the collectives inside the target would stop lining up -- a hang. Agreeing on one
 # call index would need a call counter on the steady path; refusing is safe by construction.
 
-ENV_REMOTE = "LIGHTX2V_TORCH_PROFILE_REMOTE"
 CONTROL_DIR = ".capture"  # hidden: TensorBoard, the trace browser and trace_summary skip it
 CONTROL_PROTOCOL = 1
 STATUS_SUFFIX = ".status.json"

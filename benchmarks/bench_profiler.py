@@ -83,6 +83,41 @@ def steady_state(repeat: int, number: int) -> tuple[float, float, float]:
     return min(base), min(lowest), min(ours)
 
 
+def steady_state_against(other_file: str, repeat: int, number: int) -> tuple[float, float]:
+    """Best-of-``repeat`` ns per steady-state call: (this module, the module file ``other_file``), interleaved.
+
+    For a change to the drop-in: ``git show main:lightx2v/utils/torch_trace_profiler.py > /tmp/old.py``, then
+    ``--against /tmp/old.py``. Each module has its own session; both are past their capture when timed.
+    """
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("torch_trace_profiler_other", other_file)
+    other = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = other
+    spec.loader.exec_module(other)
+
+    def f():
+        return None
+
+    modules = (TorchTraceProfileContext, other.TorchTraceProfileContext)
+    for profiler, context in ((TorchTraceProfiler, modules[0]), (other.TorchTraceProfiler, modules[1])):
+        profiler.reset_session()
+        with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stderr(open(os.devnull, "w")):
+            context("warm", tb_dir=tmp).run(f)
+
+    def timed(context):
+        def call():
+            with context("🚀 infer_main", tb_dir="save_results/torch_profile", with_stack=True) as p:
+                p.run(f)
+        return call
+
+    ours, theirs = [], []
+    for i in range(repeat):  # alternate which goes first, so drift hits both equally
+        for fn, out in ((timed(modules[0]), ours), (timed(modules[1]), theirs))[:: 1 if i % 2 else -1]:
+            out.append(timeit.timeit(fn, number=number) / number * 1e9)
+    return min(ours), min(theirs)
+
+
 class DiTStack(torch.nn.Module):
     """Attention + MLP blocks, the shape of work a DiT denoising step does."""
 
@@ -186,7 +221,14 @@ def main() -> None:
     parser.add_argument("--number", type=int, default=200_000)
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     parser.add_argument("--trace_dir", metavar="DIR", help="keep the captures' traces here")
+    parser.add_argument("--against", metavar="FILE",
+                        help="only time the steady state of this module against another copy of it (e.g. main's)")
     args = parser.parse_args()
+    if args.against:
+        ours_ns, theirs_ns = steady_state_against(args.against, args.repeat, args.number)
+        print(f"| steady-state call after the capture (new context each call) | {args.against} {theirs_ns:.0f} ns "
+              f"| this module {ours_ns:.0f} ns | {ours_ns / theirs_ns:.3f}x |")
+        return
 
     base_ns, floor_ns, ours_ns = steady_state(args.repeat, args.number)
     bare, ours, kernels, first = capture_ratio(args)

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+
 import pytest
 import torch
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, subprocess_env
 from helpers.infer import FAST, run_infer
 from helpers.torchrun import rows, run_torchrun
 from helpers.traces import event_names, load_trace
@@ -52,3 +57,23 @@ def test_teardown_leaves_no_gloo_thread_and_reports_a_pinned_group(tmp_path, mod
     else:
         assert all("pt_gloo_runloop" in row["survivors"] for row in by_rank.values()), output
         assert output.count("warning: gloo threads alive after destroy_process_group()") == 2
+
+
+def test_a_rank_whose_peer_raised_does_not_hang_at_teardown(tmp_path):
+    """Rank 1 raises while rank 0 waits in a collective; both call teardown() in a finally, as the CLI does. Before
+    the fix rank 1 waited in the exit barrier and rank 0 in the all_reduce until gloo's 30-minute timeout. Now the
+    failing rank leaves at once: the job ends with the failure (non-zero), well inside this test's limit."""
+    program = REPO_ROOT / "tests" / "programs" / "teardown_peer_raises.py"
+    proc = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                             str(program)], cwd=tmp_path, env=subprocess_env(OMP_NUM_THREADS="1"),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        pytest.fail(f"the job hung at teardown\n{output}")
+    assert sorted(rows(output, "UP")) == [0, 1], output  # both ranks were up before rank 1 failed
+    assert proc.returncode != 0, output  # the failure is the job's result
+    assert "ValueError: rank 1 failed mid-run" in output
+    assert "warning: rank 1 is failing (ValueError); leaving without the exit barrier" in output

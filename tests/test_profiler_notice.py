@@ -7,13 +7,9 @@ project's module.
 
 from __future__ import annotations
 
-import os
-import stat
-import subprocess
 import sys
 
-import pytest
-from conftest import REPO_ROOT, subprocess_env
+from conftest import REPO_ROOT
 
 from lightx2v.profiler_notice import add_banner, find_original_traces, notice_text, watch_in_background
 
@@ -87,36 +83,6 @@ def test_the_watcher_logs_once(tmp_path):
     handler_capture(tmp_path, steps=2)
     thread.join(timeout=30)
     assert not thread.is_alive() and len(messages) == 1 and messages[0].startswith("[lightx2v] ")
-
-
-def install(*args: str, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lightx2v.install_profiler", *args], cwd=cwd, env=subprocess_env(),
-                          capture_output=True, text=True, timeout=60)
-
-
-def test_install_puts_the_fixed_module_in_and_nothing_else(tmp_path):
-    root = checkout(tmp_path / "LightX2V")
-    target = root / "lightx2v" / "utils" / "torch_trace_profiler.py"
-    os.chmod(target, 0o640)
-    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and p != target}
-    result = install(str(root), cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert "undo: git -C" in result.stdout
-    assert target.read_bytes() == FIXED.read_bytes()
-    assert stat.S_IMODE(target.stat().st_mode) == 0o640
-    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and p != target} == before
-    again = install(str(root), cwd=tmp_path)
-    assert again.returncode == 0 and "already is the fixed module" in again.stdout
-
-
-@pytest.mark.parametrize("layout", ["empty", "no-utils"])
-def test_install_refuses_what_is_not_a_checkout(tmp_path, layout):
-    (tmp_path / "x").mkdir()
-    if layout == "no-utils":
-        (tmp_path / "x" / "lightx2v").mkdir()
-    result = install(str(tmp_path / "x"), cwd=tmp_path)
-    assert result.returncode == 2 and "LightX2V checkout" in result.stderr and "Traceback" not in result.stderr
-
 
 
 def test_serve_checkout_gives_the_exact_cp_on_the_page_even_with_the_logdir_elsewhere(tmp_path):

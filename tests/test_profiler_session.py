@@ -129,8 +129,13 @@ def test_optional_recording_switches_reach_the_trace(tmp_path):
     events = load_trace(TorchTraceProfiler.last_capture().trace_paths[0])["traceEvents"]
     mm = next(e for e in events if e.get("name") == "aten::mm")
     assert mm["args"]["Input Dims"] == [[2, 32], [32, 32]]
-    # with_flops is passed through too; torch 2.13 reports FLOPs in key_averages(), not in the CPU trace.
     assert any(e.get("name") == "[memory]" for e in events)
+    # torch 2.13 reports FLOPs in key_averages(), not per event; the trace's top level says the switch was on.
+    assert load_trace(TorchTraceProfiler.last_capture().trace_paths[0])["with_flops"] == 1
+
+    TorchTraceProfiler.reset_session()
+    TorchTraceProfileContext("plain").run(Model().infer, torch.ones(2, 32))
+    assert "with_flops" not in load_trace(TorchTraceProfiler.last_capture().trace_paths[0])
 
 
 def test_eight_threads_racing_make_exactly_one_capture(tmp_path):

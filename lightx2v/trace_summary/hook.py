@@ -2,14 +2,14 @@
 
 It writes the same report as ``python -m lightx2v.trace_summary <trace>`` to ``<trace>.summary.txt`` (a name
 the TensorBoard plugin's ``^(.*?)(\\.\\d+)?\\.pt\\.trace\\.json(\\.gz)?$`` does not match, so the run stays
-clean), atomically (hidden temp name, then rename), and returns a few short lines for the capture log.
+clean), atomically (``lightx2v.fileio.write_atomically``), and returns a few short lines for the capture log.
+
+The drop-in finds this hook by name: ``lightx2v/__init__.py`` declares it as ``TORCH_TRACE_SUMMARY_HANDLER``.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
-
+from ..fileio import write_atomically
 from .analyze import analyze_trace
 from .model import RankSummary
 from .render import render_rank
@@ -23,7 +23,7 @@ def write_capture_summary(trace_path: str) -> list[str]:
     """Summarize one freshly written trace; returns 3-6 lines (step, top kernels or CPU ops, report path)."""
     summary = analyze_trace(trace_path)
     out_path = trace_path + SUMMARY_SUFFIX
-    _write_atomically(out_path, render_rank(summary) + "\n")
+    write_atomically(out_path, render_rank(summary) + "\n")
     return log_lines(summary, out_path)
 
 
@@ -55,19 +55,3 @@ def log_lines(r: RankSummary, out_path: str) -> list[str]:
 
 def _cut(s: str) -> str:
     return s if len(s) <= LOG_NAME_WIDTH else s[: LOG_NAME_WIDTH - 3] + "..."
-
-
-def _write_atomically(path: str, text: str) -> None:
-    directory, name = os.path.split(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

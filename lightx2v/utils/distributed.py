@@ -7,7 +7,8 @@ Exit: a rank whose process group outlives `destroy_process_group()` keeps gloo t
 and may abort there ("terminate called without an active exception"); docs/torchrun.md has the cause and figures.
 `setup()` imports `torch.distributed.nn.functional` before the group exists, so its `group=group.WORLD` defaults
 hold None rather than the group (whoever imports dynamo or inductor later, the profiler included), and `teardown()`
-leaves together (barrier), destroys the group and checks that no gloo thread survives it.
+leaves together (barrier), destroys the group and checks that no gloo thread survives it. A rank that is failing
+skips that barrier, and a healthy one waits for it only so long, so a failed peer never leaves a rank hanging.
 """
 
 from __future__ import annotations
@@ -35,18 +36,35 @@ def setup(device):
     return dist.get_rank(), dist.get_world_size(), device
 
 
-def teardown() -> list[str]:
+EXIT_BARRIER_TIMEOUT_S = 120.0  # how long a healthy rank waits at exit for its peers before leaving without them
+
+
+def teardown(barrier_timeout_s: float = EXIT_BARRIER_TIMEOUT_S) -> list[str]:
     """Leave the job: barrier, destroy the process group. Returns the gloo threads still alive (expected: none);
-    a warning names them, since they mean something still holds the group and the exit may abort."""
+    a warning names them, since they mean something still holds the group and the exit may abort.
+
+    Never hangs on a failed peer. Called while an exception propagates (a ``finally``), this rank skips the
+    barrier: its peers may be waiting in a collective it will never join, so waiting for them would hold both
+    sides until the backend's timeout (30 min for gloo); leaving lets the exception end this rank and torchrun end
+    the job. A healthy rank waits at most ``barrier_timeout_s`` for peers that may have died, then leaves
+    without destroying the group (destroying it under an unfinished barrier can block too).
+    """
     import sys
 
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()):
         return []
+    failing = sys.exc_info()[1]
+    if failing is not None:
+        print(f"warning: rank {dist.get_rank()} is failing ({type(failing).__name__}); leaving without the exit "
+              "barrier, so it does not wait on peers that may be waiting on it", file=sys.stderr)
+    elif not _barrier_within(barrier_timeout_s):
+        print(f"warning: rank {dist.get_rank()}: a peer did not reach the exit barrier within "
+              f"{barrier_timeout_s:.0f} s (did it fail?); leaving without it", file=sys.stderr)
+        return []
     # Leave together: a gloo rank that tears down while its peer is still closing aborts
     # ("terminate called without an active exception", seen here on 2-rank CPU runs).
-    dist.barrier()
     dist.destroy_process_group()
     survivors = gloo_threads()
     if survivors:
@@ -54,6 +72,26 @@ def teardown() -> list[str]:
               "still holds the process group and this rank may abort at exit (see docs/torchrun.md)",
               file=sys.stderr)
     return survivors
+
+
+def _barrier_within(timeout_s: float) -> bool:
+    """An asynchronous barrier, waited on for at most ``timeout_s``; False when it did not complete (or failed:
+    a peer that exited closes its connections)."""
+    import time
+
+    import torch.distributed as dist
+
+    try:
+        work = dist.barrier(async_op=True)
+        deadline = time.monotonic() + timeout_s
+        while not work.is_completed():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+        work.wait()
+    except RuntimeError:
+        return False
+    return True
 
 
 def gloo_threads() -> list[str]:

@@ -33,14 +33,19 @@ call; ``LIGHTX2V_TORCH_PROFILE_DIR`` replaces ``tb_dir``; ``LIGHTX2V_TENSORBOARD
 in the viewing hints (e.g. the host port a container publishes); ``LIGHTX2V_TORCH_PROFILE_REMOTE=0`` keeps the
 process from being armed from outside.
 
-This file depends on torch and the standard library only, imports torch lazily, and can be copied over
-``lightx2v/utils/torch_trace_profiler.py`` in an existing LightX2V checkout.
+Settings live in ``TorchTraceProfileConfig`` (defaults, a doc per field, the one check). The original LightX2V
+module's other names keep working: ``TorchTraceProfiler(cfg)`` with ``try_claim(label)`` / ``run(step_fn)`` /
+``ran``, ``make_on_trace_ready(cfg)``, ``log_profile_start(cfg, name)``, ``log_profile_done(cfg)`` and
+``cfg.steps`` (see "the original module's names"). After each trace, a summary handler may add a few log lines
+(``TorchTraceProfiler.set_summary_handler``; see ``_summary_handler`` for the default).
+
+This file depends on torch and the standard library only (nothing of this project, not even lazily), imports
+torch lazily, and can be copied over ``lightx2v/utils/torch_trace_profiler.py`` in an existing LightX2V checkout.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import gzip
 import json
 import logging
@@ -51,16 +56,17 @@ import socket
 import sys
 import threading
 import time
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Iterable, Optional, TypeVar, Union
 
 __all__ = ["CaptureResult", "TorchTraceProfileConfig", "TorchTraceProfileContext", "TorchTraceProfiler",
-           "resolve_log_dir"]
+           "log_profile_done", "log_profile_start", "make_on_trace_ready", "resolve_log_dir"]
 
 T = TypeVar("T")
 
 ENV_ENABLE = "LIGHTX2V_TORCH_PROFILE"
 ENV_DIR = "LIGHTX2V_TORCH_PROFILE_DIR"
 ENV_PORT = "LIGHTX2V_TENSORBOARD_PORT"
+ENV_REMOTE = "LIGHTX2V_TORCH_PROFILE_REMOTE"  # see "remote arming"
 PROFILE_FORMATS = ("tensorboard", "chrome")
 # The file names TensorBoard's PyTorch Profiler plugin lists; anything else in a run directory is invisible.
 TENSORBOARD_TRACE_RE = re.compile(r"^(.*?)(\.\d+)?\.pt\.trace\.json(\.gz)?$")
@@ -76,25 +82,55 @@ logger = logging.getLogger(__name__)
 
 
 # --------------------------------------------------------------------------------------------- configuration
+def _env_flag(name: str, default: bool = True) -> bool:
+    """An on/off switch from the environment: ``0``/``false``/``off``/``no`` (any case) is off; unset or empty is
+    ``default``; anything else is on. The one parser of the drop-in's switches (``ENV_ENABLE``, ``ENV_REMOTE``)."""
+    value = os.environ.get(name, "").strip().lower()
+    if not value:
+        return default
+    return value not in ("0", "false", "off", "no")
+
+
 @dataclasses.dataclass(frozen=True)
 class TorchTraceProfileConfig:
-    """Validated settings of one call site; paths are resolved when a capture starts (cwd at that time)."""
+    """Validated settings of one call site; paths are resolved when a capture starts (cwd at that time).
+
+    The one place that holds the defaults and the checks: ``TorchTraceProfileContext(**settings)`` builds one by
+    keyword (and caches it per distinct settings, so a context at every step stays cheap). A bad value raises a
+    ``ValueError`` that names the field.
+    """
 
     profile_format: str = "tensorboard"
-    tb_dir: Optional[str] = None
-    chrome_path: Optional[str] = None
+    """``"tensorboard"`` (a run directory per capture, for TensorBoard's PyTorch Profiler plugin) or ``"chrome"``
+    (one Chrome-trace JSON file for Perfetto / chrome://tracing)."""
+    tb_dir: Optional[Union[str, os.PathLike]] = None
+    """The TensorBoard logdir; None: ``save_results/torch_profile`` under the cwd. ``LIGHTX2V_TORCH_PROFILE_DIR``
+    replaces it."""
+    chrome_path: Optional[Union[str, os.PathLike]] = None
+    """The chrome-format trace file; None: ``save_results/trace.json`` under the cwd."""
     wait: int = 1
+    """Calls run under the profiler but not recorded (lets lazy initialisation happen outside the trace)."""
     warmup: int = 3
+    """Calls recorded but discarded (the profiler's own start-up cost lands here)."""
     active: int = 1
+    """Calls recorded and exported (at least 1); each is one ``ProfilerStep#N`` in the trace."""
     with_stack: bool = False
+    """Record Python call stacks of ops (bigger trace, slower capture)."""
     tensorboard_port: int = 16006
+    """The port named in the viewing hints (``LIGHTX2V_TENSORBOARD_PORT`` replaces it)."""
     use_gzip: bool = False
+    """Write ``.json.gz`` (TensorBoard and Perfetto read it directly)."""
     record_shapes: bool = False
+    """Record input shapes of ops."""
     profile_memory: bool = False
+    """Record tensor allocations and frees."""
     with_flops: bool = False
+    """Estimate FLOPs of matrix multiplications and convolutions."""
+    exported_chrome_path: str = dataclasses.field(default="", init=False, compare=False, repr=False)
+    """Set by a ``make_on_trace_ready(cfg)`` handler after a chrome export (the original module's field)."""
 
     def __post_init__(self) -> None:
-        problem = _find_bad_field(dataclasses.asdict(self))
+        problem = _find_bad_field(self)
         if problem:
             raise ValueError(problem)
 
@@ -103,33 +139,44 @@ class TorchTraceProfileConfig:
         """How many times a capture calls the target."""
         return self.wait + self.warmup + self.active
 
+    @property
+    def steps(self) -> int:
+        """The original LightX2V module's name for ``calls``: wait + warmup + active."""
+        return self.calls
+
 
 _FLAGS = ("with_stack", "use_gzip", "record_shapes", "profile_memory", "with_flops")
 
 
-def _find_bad_field(values: dict[str, Any]) -> Optional[str]:
+def _find_bad_field(cfg: TorchTraceProfileConfig) -> Optional[str]:
     """The first invalid setting, described for a ValueError, or None."""
-    if values["profile_format"] not in PROFILE_FORMATS:
-        return f"profile_format must be one of {PROFILE_FORMATS}, got {values['profile_format']!r}"
+    if cfg.profile_format not in PROFILE_FORMATS:
+        return f"profile_format must be one of {PROFILE_FORMATS}, got {cfg.profile_format!r}"
     for field, minimum in (("wait", 0), ("warmup", 0), ("active", 1)):
-        value = values[field]
+        value = getattr(cfg, field)
         if type(value) is not int:
             return f"{field} must be an int, got {type(value).__name__} {value!r}"
         if value < minimum:
             return f"{field} must be >= {minimum}, got {value}"
-    port = values["tensorboard_port"]
+    port = cfg.tensorboard_port
     if type(port) is not int or not 1 <= port <= 65535:
         return f"tensorboard_port must be an int in 1..65535, got {port!r}"
     for field in ("tb_dir", "chrome_path"):
-        value = values[field]
+        value = getattr(cfg, field)
         if value is not None and not isinstance(value, (str, os.PathLike)):
             return f"{field} must be a path (str or os.PathLike) or None, got {type(value).__name__}"
         if value is not None and not os.fspath(value):
             return f"{field} must not be empty"
     for field in _FLAGS:
-        if type(values[field]) is not bool:
-            return f"{field} must be a bool, got {type(values[field]).__name__} {values[field]!r}"
+        value = getattr(cfg, field)
+        if type(value) is not bool:
+            return f"{field} must be a bool, got {type(value).__name__} {value!r}"
     return None
+
+
+_DEFAULT = TorchTraceProfileConfig()  # the defaults of TorchTraceProfileContext's keywords come from here
+_CONFIGS: dict[tuple, TorchTraceProfileConfig] = {}  # validated configs by their settings (and the number types)
+_CONFIGS_MAX = 256  # distinct call-site settings a process keeps; beyond that, each context validates anew
 
 
 # ------------------------------------------------------------------------------------------ session state
@@ -151,13 +198,24 @@ class CaptureResult:
 
 
 class _Session:
-    """Process-wide capture state. The one place it lives; every context reads it, none copies it."""
+    """Process-wide capture state, and the one owner of its transitions. Every context reads it, none copies it.
+
+    Every change happens here, under ``lock`` (the fast path reads ``claimed`` without it: a plain bool)::
+
+        transition      from                          to                            called by
+        claim()         armed, not capturing          claimed + capturing           run(), try_claim()
+        release()       capturing                     not capturing                 run()'s finally
+        record(result)  --                            last = result, captures + 1   _Capture (recording)
+        arm()           any                           armed, generation + 1         reset_session()
+        request_arm()   claimed, not capturing        armed, generation + 1         the remote-arming watcher
+                        (else: refused / capturing now / already armed, nothing changes)
+    """
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.claimed = False  # read without the lock on the fast path: a plain bool, set once per session
         self.capturing = False
-        self.generation = 0  # bumped by reset_session(); names the run-directory rendezvous key
+        self.generation = 0  # bumped by every arm; names the run-directory rendezvous key
         self.last: Optional[CaptureResult] = None
         self.captures = 0  # captures finished in this process, successful or not
 
@@ -167,27 +225,77 @@ class _Session:
             if self.claimed or self.capturing:
                 return None
             self.claimed = True
-            if not _profiling_enabled():
+            if not _env_flag(ENV_ENABLE):
                 return None
             self.capturing = True
             return self.generation
+
+    def release(self) -> None:
+        """The capture that claim() allowed is over (successful or not)."""
+        with self.lock:
+            self.capturing = False
+
+    def record(self, result: CaptureResult) -> None:
+        """A capture finished: it is the last one, and one more."""
+        with self.lock:
+            self.last = result
+            self.captures += 1
+
+    def arm(self) -> int:
+        """Start a new session: the next first ``run()`` captures. Returns the new generation."""
+        with self.lock:
+            return self._arm_locked()
+
+    def _arm_locked(self) -> int:
+        self.claimed = False
+        self.generation += 1
+        return self.generation
+
+    def request_arm(self, refusal: Optional[str], note: Callable[[str, int, int], None]) -> str:
+        """Arm on a request from outside, only when this session's capture is done; returns the outcome.
+
+        ``note(outcome, generation, captures)`` runs under the lock, so whoever reports the request (the status
+        file) never sees the session armed without knowing who armed it.
+        """
+        with self.lock:
+            if refusal:
+                outcome = f"refused: {refusal}"
+            elif not _env_flag(ENV_ENABLE):
+                outcome = f"refused: profiling is off in this process ({ENV_ENABLE})"
+            elif self.capturing:
+                outcome = "capturing now"  # the capture under way answers the request
+            elif not self.claimed:
+                outcome = "already armed"
+            else:
+                self._arm_locked()
+                outcome = "armed"
+            note(outcome, self.generation, self.captures)
+            return outcome
 
 
 _SESSION = _Session()
 
 
-def resolve_log_dir(tb_dir: Optional[str] = None) -> str:
+def resolve_log_dir(tb_dir: Optional[Union[str, os.PathLike]] = None) -> str:
     """The absolute TensorBoard logdir captures write to: ``LIGHTX2V_TORCH_PROFILE_DIR``, else ``tb_dir``, else
     ``save_results/torch_profile`` under the cwd. The TensorBoard launcher and ``lightx2v.serve`` watch the same."""
     return os.path.abspath(os.fspath(os.environ.get(ENV_DIR) or tb_dir or DEFAULT_TB_DIR))
 
 
-def _profiling_enabled() -> bool:
-    return os.environ.get(ENV_ENABLE, "1").strip().lower() not in ("0", "false", "off", "no")
+SummaryHandler = Callable[[str], Iterable[str]]
 
 
 class TorchTraceProfiler:
-    """Process-level control of captures; the state it controls is shared by every context in the process."""
+    """Process-level control of captures; the state it controls is shared by every context in the process.
+
+    ``TorchTraceProfiler(cfg)`` with ``try_claim(label)`` / ``run(step_fn)`` / ``ran`` is the original LightX2V
+    module's lower-level API, kept for code written against it (see "the original module's names" below).
+    """
+
+    def __init__(self, cfg: Optional[TorchTraceProfileConfig] = None) -> None:
+        self.cfg = cfg if cfg is not None else TorchTraceProfileConfig()
+        self._ran = False
+        self._claim: Optional[tuple[str, int]] = None  # (label, generation) of a try_claim() not yet run
 
     @staticmethod
     def reset_session() -> None:
@@ -195,9 +303,7 @@ class TorchTraceProfiler:
 
         A capture in progress on another thread finishes undisturbed; the new session's capture starts after it.
         """
-        with _SESSION.lock:
-            _SESSION.claimed = False
-            _SESSION.generation += 1
+        _SESSION.arm()
 
     @staticmethod
     def session_done() -> bool:
@@ -214,70 +320,102 @@ class TorchTraceProfiler:
         """Whether a capture is armed, who armed it, how many ran, the last one: what the status file shows."""
         return _REMOTE.status()
 
+    @staticmethod
+    def set_summary_handler(handler: Optional[SummaryHandler]) -> None:
+        """Call ``handler(trace_path)`` after each written trace and log the lines it returns; None: no summary.
+
+        Without a call here, the handler is the one the package holding this file declares (see _summary_handler).
+        """
+        global _summary_handler_set, _summary_handler_value
+        _summary_handler_set, _summary_handler_value = True, handler
+
+    # -- the original module's lower-level API ---------------------------------------------------------------
+    @property
+    def ran(self) -> bool:
+        """Whether this profiler's ``run()`` made a capture."""
+        return self._ran
+
+    def try_claim(self, label: str) -> bool:
+        """Whether ``label`` may capture now: True for the first claim of the process session (and again for the
+        same label until ``run()``), False once the session's capture is taken, by any call site or profiler."""
+        if self._claim is not None:
+            return self._claim[0] == label
+        generation = _SESSION.claim()
+        if generation is None:
+            return False
+        self._claim = (label, generation)
+        return True
+
+    def run(self, step_fn: Callable[[], T]) -> T:
+        """Capture ``step_fn`` (called ``cfg.steps`` times, the last result returned) if this profiler holds the
+        session's claim or can take it now; otherwise one plain call, as every later step of the session."""
+        if self._claim is None and not self.try_claim(_qualified_name(step_fn)):
+            return step_fn()
+        assert self._claim is not None
+        (label, generation), self._claim = self._claim, None
+        result = _capture_claimed(self.cfg, label, generation, step_fn, (), {})
+        self._ran = _SESSION.last is not None and bool(_SESSION.last.trace_paths)
+        return result
+
 
 # -------------------------------------------------------------------------------------------- call site
 class TorchTraceProfileContext:
     """A profiled call site. Cheap to create at every step: only the session's first ``run()`` captures.
 
-    Arguments are checked here, so a typo fails on the first step rather than when a capture would start.
+    The keywords are the fields of ``TorchTraceProfileConfig`` (documented there, defaults taken from there),
+    checked here, so a typo fails on the first step rather than when a capture would start.
     """
 
-    __slots__ = ("name", "_settings")
+    __slots__ = ("name", "config")
 
     def __init__(
         self,
         name: Optional[str] = None,
         *,
-        profile_format: str = "tensorboard",
-        tb_dir: Optional[str] = None,
-        chrome_path: Optional[str] = None,
-        wait: int = 1,
-        warmup: int = 3,
-        active: int = 1,
-        with_stack: bool = False,
-        tensorboard_port: int = 16006,
-        use_gzip: bool = False,
-        record_shapes: bool = False,
-        profile_memory: bool = False,
-        with_flops: bool = False,
+        profile_format: str = _DEFAULT.profile_format,
+        tb_dir: Optional[Union[str, os.PathLike]] = _DEFAULT.tb_dir,
+        chrome_path: Optional[Union[str, os.PathLike]] = _DEFAULT.chrome_path,
+        wait: int = _DEFAULT.wait,
+        warmup: int = _DEFAULT.warmup,
+        active: int = _DEFAULT.active,
+        with_stack: bool = _DEFAULT.with_stack,
+        tensorboard_port: int = _DEFAULT.tensorboard_port,
+        use_gzip: bool = _DEFAULT.use_gzip,
+        record_shapes: bool = _DEFAULT.record_shapes,
+        profile_memory: bool = _DEFAULT.profile_memory,
+        with_flops: bool = _DEFAULT.with_flops,
     ) -> None:
-        # Inline checks keep a context at every denoising step cheap; the dataclass names the bad field.
-        if (
-            type(wait) is not int
-            or type(warmup) is not int
-            or type(active) is not int
-            or wait < 0
-            or warmup < 0
-            or active < 1
-            or (profile_format != "tensorboard" and profile_format != "chrome")
-            or type(tensorboard_port) is not int
-            or not 0 < tensorboard_port < 65536
-            or type(with_stack) is not bool
-            or type(use_gzip) is not bool
-            or type(record_shapes) is not bool
-            or type(profile_memory) is not bool
-            or type(with_flops) is not bool
-            or (tb_dir is not None and (type(tb_dir) is not str or not tb_dir))
-            or (chrome_path is not None and (type(chrome_path) is not str or not chrome_path))
-            or (name is not None and type(name) is not str)
-        ):  # rare path: paths given as os.PathLike, or a bad value that the dataclass names in its ValueError
-            TorchTraceProfileConfig(profile_format, tb_dir, chrome_path, wait, warmup, active, with_stack,
-                                    tensorboard_port, use_gzip, record_shapes, profile_memory, with_flops)
-            if name is not None and not isinstance(name, str):
-                raise ValueError(f"name must be a str or None, got {type(name).__name__}")
+        if name is not None and type(name) is not str:
+            raise ValueError(f"name must be a str or None, got {type(name).__name__}")
         self.name = name
-        self._settings = (profile_format, tb_dir, chrome_path, wait, warmup, active, with_stack,
-                          tensorboard_port, use_gzip, record_shapes, profile_memory, with_flops)
+        # A validated config per distinct settings: a context at every step costs one dict lookup. Equal is not
+        # enough for a key (1 == True == 1.0, and only one of them is valid), so the cache serves only settings
+        # whose numbers and switches have their exact types; anything else goes to the config's check.
+        config = None
+        exact = (type(wait) is type(warmup) is type(active) is type(tensorboard_port) is int
+                 and type(with_stack) is type(use_gzip) is type(record_shapes) is type(profile_memory)
+                 is type(with_flops) is bool)
+        key = (profile_format, tb_dir, chrome_path, wait, warmup, active, with_stack, tensorboard_port, use_gzip,
+               record_shapes, profile_memory, with_flops)
+        if exact:
+            try:
+                config = _CONFIGS.get(key)
+            except TypeError:  # an unhashable path: the config's check names it
+                exact = False
+        if config is None:
+            config = TorchTraceProfileConfig(
+                profile_format=profile_format, tb_dir=tb_dir, chrome_path=chrome_path, wait=wait, warmup=warmup,
+                active=active, with_stack=with_stack, tensorboard_port=tensorboard_port, use_gzip=use_gzip,
+                record_shapes=record_shapes, profile_memory=profile_memory, with_flops=with_flops)
+            if exact and len(_CONFIGS) < _CONFIGS_MAX:
+                _CONFIGS[key] = config
+        self.config = config
 
     def __enter__(self) -> "TorchTraceProfileContext":
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         return None
-
-    @property
-    def config(self) -> TorchTraceProfileConfig:
-        return TorchTraceProfileConfig(*self._settings)
 
     def run(self, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """Call ``func(*args, **kwargs)``; the session's first call is the capture (see the module docstring)."""
@@ -286,15 +424,19 @@ class TorchTraceProfileContext:
         generation = _SESSION.claim()
         if generation is None:
             return func(*args, **kwargs)
-        try:
-            _REMOTE.start_once(self._settings[0], self._settings[1])  # see "remote arming"; never raises
-            label = self.name or _qualified_name(func)
-            return _Capture(self.config, label, generation).run(func, args, kwargs)
-        finally:
-            _unpin_process_group_defaults()  # before the caller can reach destroy_process_group()
-            with _SESSION.lock:
-                _SESSION.capturing = False
-            _REMOTE.after_capture()  # see "remote arming"; never raises
+        return _capture_claimed(self.config, self.name or _qualified_name(func), generation, func, args, kwargs)
+
+
+def _capture_claimed(cfg: TorchTraceProfileConfig, label: str, generation: int, func: Callable[..., T],
+                     args: tuple, kwargs: dict) -> T:
+    """Run the capture that ``_SESSION.claim()`` allowed, and release the session whatever happens."""
+    try:
+        _REMOTE.start_once(cfg.profile_format, cfg.tb_dir)  # see "remote arming"; never raises
+        return _Capture(cfg, label, generation).run(func, args, kwargs)
+    finally:
+        _unpin_process_group_defaults()  # before the caller can reach destroy_process_group()
+        _SESSION.release()
+        _REMOTE.after_capture()  # see "remote arming"; never raises
 
 
 def _qualified_name(func: Callable[..., Any]) -> str:
@@ -396,7 +538,7 @@ class _Capture:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             return None, None, [path]
         log_dir = self._output_root()
-        run_dir = _shared_run_dir(log_dir, self.label, self.generation, self.store, self.world_size)
+        run_dir = _shared_run_dir(log_dir, self.label, f"run_dir/{self.generation}", self.store, self.world_size)
         width = len(str(max(self.world_size - 1, 0)))
         worker = f"rank{self.rank:0{width}d}_{_slug(socket.gethostname(), 40) or 'host'}"
         return run_dir, log_dir, [os.path.join(run_dir, worker + ".pt.trace.json" + (".gz" if cfg.use_gzip else ""))]
@@ -428,33 +570,39 @@ class _Capture:
         self._finish(0, time.perf_counter(), None)
 
     def _finish(self, calls: int, started: float, abort_reason: Optional[str]) -> None:
-        cfg = self.config
+        self._report(self._record(calls, started, abort_reason), abort_reason)
+
+    def _record(self, calls: int, started: float, abort_reason: Optional[str]) -> CaptureResult:
+        """Recording: the result, into the session; no empty run directory left behind."""
         error = abort_reason or ("; ".join(self.errors) if self.errors else None)
         if not self.trace_paths and not error:
             error = "torch.profiler produced no trace (was the schedule cut short?)"
         result = CaptureResult(
-            label=self.label, profile_format=cfg.profile_format, trace_paths=list(self.trace_paths),
+            label=self.label, profile_format=self.config.profile_format, trace_paths=list(self.trace_paths),
             run_dir=self.run_dir, log_dir=self.log_dir, rank=self.rank,
             world_size=self.world_size, calls=calls, seconds=time.perf_counter() - started, error=error,
             finished_at=time.time(),
         )
-        _SESSION.last = result
-        _SESSION.captures += 1
+        _SESSION.record(result)
         if not result.trace_paths and result.run_dir and self.world_size == 1:
             try:
                 os.rmdir(result.run_dir)  # leave no empty run behind; with several ranks others may still write
             except OSError:
                 pass
-        if error:
+        return result
+
+    def _report(self, result: CaptureResult, abort_reason: Optional[str]) -> None:
+        """Reporting: the error or the written files, each file's summary lines, the viewing hints (rank 0)."""
+        if result.error:
             level = logging.WARNING if abort_reason else logging.ERROR
-            _log(level, f"[Profile] {self.label}{self._rank_tag()}: {error}. The session is done; call "
+            _log(level, f"[Profile] {self.label}{self._rank_tag()}: {result.error}. The session is done; call "
                         "TorchTraceProfiler.reset_session() to capture again.")
         for path in result.trace_paths:
             _log(logging.INFO, f"[Profile] {self.label}{self._rank_tag()}: wrote {path} ({_size(path)})")
             for line in _capture_summary_lines(path):
                 _log(logging.INFO, f"[Profile]   {line}")
         if result.trace_paths and self.rank == 0:
-            _log(logging.INFO, "\n".join(_viewing_hints(result, cfg)))
+            _log(logging.INFO, "\n".join(_viewing_hints(result, self.config)))
 
 
 def _distributed_identity() -> tuple[int, int, Any]:
@@ -496,7 +644,7 @@ def _unpin_process_group_defaults() -> None:
     try:
         import types
 
-        process_group = getattr(sys.modules.get("torch.distributed"), "ProcessGroup", None)
+        process_group: Any = getattr(sys.modules.get("torch.distributed"), "ProcessGroup", None)
         functions = [f for f in vars(functional).values() if isinstance(f, types.FunctionType)
                      and f.__module__ == functional.__name__ and "group" in f.__code__.co_varnames]
         if isinstance(process_group, type) and functions:
@@ -505,11 +653,11 @@ def _unpin_process_group_defaults() -> None:
             positional = func.__code__.co_varnames[: func.__code__.co_argcount]
             defaults = func.__defaults__ or ()
             names = positional[len(positional) - len(defaults):]
-            if any(n == "group" and isinstance(v, process_group) for n, v in zip(names, defaults)):
+            if any(n == "group" and isinstance(v, process_group) for n, v in zip(names, defaults, strict=False)):
                 func.__defaults__ = tuple(None if n == "group" and isinstance(v, process_group) else v
-                                          for n, v in zip(names, defaults))
+                                          for n, v in zip(names, defaults, strict=False))
             if isinstance((func.__kwdefaults__ or {}).get("group"), process_group):
-                func.__kwdefaults__ = {**func.__kwdefaults__, "group": None}
+                func.__kwdefaults__ = {**(func.__kwdefaults__ or {}), "group": None}
     except Exception as exc:  # never cost the caller the capture's result
         problem = repr(exc)
     if problem:
@@ -518,7 +666,7 @@ def _unpin_process_group_defaults() -> None:
                               "a torchrun job may abort at exit, pytorch/pytorch#190489")
 
 
-def _shared_run_dir(log_dir: str, label: str, generation: int, store: Any, world_size: int) -> str:
+def _shared_run_dir(log_dir: str, label: str, rendezvous: str, store: Any, world_size: int) -> str:
     """The capture's run directory, the same one on every rank of a job, a new one for every job and session.
 
     The first rank to get here creates ``<time>_<label>`` exclusively (``_2``, ``_3``... when it exists) and
@@ -538,7 +686,7 @@ def _shared_run_dir(log_dir: str, label: str, generation: int, store: Any, world
         return path
     path = _make_unique_dir(log_dir, base)
     if world_size > 1:
-        key = f"lightx2v/torch_trace_profiler/run_dir/{generation}"
+        key = f"lightx2v/torch_trace_profiler/{rendezvous}"
         name = os.path.basename(path)
         agreed = store.compare_set(key, "", name)
         agreed = agreed.decode() if isinstance(agreed, bytes) else str(agreed)
@@ -640,8 +788,9 @@ def _viewing_hints(result: CaptureResult, cfg: TorchTraceProfileConfig) -> list[
             f"  run directory: {result.run_dir}",
             f"  TensorBoard:   tensorboard --logdir {result.log_dir} --port {port}",
         ]
-        if _module_available("lightx2v.tensorboard"):
-            lines.append(f"  or, fixed:     python -m lightx2v.tensorboard --logdir {result.log_dir} --port {port}")
+        fixed = _fixed_tensorboard_command()
+        if fixed:
+            lines.append(f"  or, fixed:     {fixed} --logdir {result.log_dir} --port {port}")
         lines += [
             f"  open:          http://127.0.0.1:{port}/#pytorch_profiler",
             f"  remote (SSH):  ssh -N -L {port}:127.0.0.1:{port} <user>@<this-host>, then open the URL above",
@@ -656,6 +805,21 @@ def _viewing_hints(result: CaptureResult, cfg: TorchTraceProfileConfig) -> list[
     if browser:
         lines.append(f"  Perfetto page: {browser} (lists every trace, opens it in Perfetto in one click)")
     return lines
+
+
+def _fixed_tensorboard_command() -> Optional[str]:
+    """How this machine starts the project's fixed TensorBoard launcher, or None where it cannot.
+
+    The Docker image's wrapper ``lightx2v-tensorboard`` when it is on PATH: it runs the stack's own interpreter,
+    so it works even where a LightX2V checkout's own ``lightx2v`` shadows ours (the image runs the user's code
+    so, and there ``python -m lightx2v.tensorboard`` fails). Else ``python -m lightx2v.tensorboard`` where this
+    process finds that module; else nothing.
+    """
+    if shutil.which("lightx2v-tensorboard"):
+        return "lightx2v-tensorboard"
+    if _module_available("lightx2v.tensorboard"):
+        return "python -m lightx2v.tensorboard"
+    return None
 
 
 def _module_available(name: str) -> bool:
@@ -715,19 +879,113 @@ def trace_browser_url(trace_path: str) -> Optional[str]:
 _trace_browser_url = trace_browser_url  # the name before it was public
 
 
-def _capture_summary_lines(trace_path: str) -> list[str]:
-    """A few report lines from ``lightx2v.trace_summary`` (which also writes ``<trace>.summary.txt``).
+# The per-capture summary (``<trace>.summary.txt`` and a few log lines) is the viewer stack's, and this file imports
+# nothing of the stack, not even lazily: it calls a handler that someone else names. Who names it:
+#   1. ``TorchTraceProfiler.set_summary_handler(fn)``, from any code in the process (None switches it off);
+#   2. otherwise the package this file sits in, by a ``TORCH_TRACE_SUMMARY_HANDLER = "module:function"``
+#      attribute, read from the already imported package (``sys.modules``, no import to find it). This project's
+#      ``lightx2v/__init__.py`` declares its ``trace_summary`` hook there, so every process that uses this file
+#      from this project gets the summary, as before; a LightX2V checkout's own ``lightx2v`` declares nothing, so
+#      the copied file imports nothing there (not even a module of the user's that happens to share the name).
+# An entry point (importlib.metadata) would need the project installed, and the demo runs from a plain checkout.
+SUMMARY_HANDLER_ATTRIBUTE = "TORCH_TRACE_SUMMARY_HANDLER"
+_summary_handler_set = False  # True once set_summary_handler() was called
+_summary_handler_value: Optional[SummaryHandler] = None
 
-    Optional: when the file is used outside this project the module is absent and this returns nothing.
-    """
+
+def _summary_handler() -> Optional[SummaryHandler]:
+    """The handler set in code, else the one the host package declares (imported on the first capture), else None.
+    Raises what the declared import raises (reported by the caller)."""
+    if _summary_handler_set:
+        return _summary_handler_value
+    host = sys.modules.get(__name__.rpartition(".")[0].rpartition(".")[0])
+    spec = getattr(host, SUMMARY_HANDLER_ATTRIBUTE, None)
+    if not isinstance(spec, str) or ":" not in spec:
+        return None
+    import importlib
+
+    module, _, function = spec.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def _capture_summary_lines(trace_path: str) -> list[str]:
+    """A few report lines from the summary handler (the stack's also writes ``<trace>.summary.txt``); [] without one.
+    Never raises: a failing handler costs one log line, never the capture."""
     try:
-        from lightx2v.trace_summary import write_capture_summary
-    except ImportError:
-        return []
-    try:
-        return list(write_capture_summary(trace_path))
+        handler = _summary_handler()
+        return [] if handler is None else [str(line) for line in handler(trace_path)]
     except Exception as exc:
         return [f"(no summary: {exc!r})"]
+
+
+# ================================================================================ the original module's names
+# LightX2V's own torch_trace_profiler.py exposes a lower-level API beside the context; code written against it
+# keeps working when this file replaces it. Each is a thin alias over the machinery above, with the original's
+# meaning, and with this file's fixes: one capture per process session (the original's flag lived on each
+# object, so every new context captured again), a run directory per capture, atomic writes.
+
+
+_on_trace_ready_exports = 0
+
+
+def make_on_trace_ready(cfg: TorchTraceProfileConfig) -> Callable[[Any], None]:
+    """An ``on_trace_ready`` handler for your own ``torch.profiler.profile``, as in the original module.
+
+    tensorboard: each call writes one trace into a new run directory of the logdir (TensorBoard's plugin never
+    notices files added to a run it has loaded, so the original's "one more file in tb_dir" stayed invisible);
+    chrome: writes ``cfg.chrome_path`` (``trace.rank<R>.json`` with several ranks) and sets
+    ``cfg.exported_chrome_path``. Both write under a hidden name and rename.
+    """
+    def handler(prof: Any) -> None:
+        global _on_trace_ready_exports
+        rank, world_size, store = _distributed_identity()
+        with _SESSION.lock:
+            _on_trace_ready_exports += 1  # counted alike on every rank: names the ranks' shared run directory
+            export = _on_trace_ready_exports
+        if cfg.profile_format == "chrome":
+            path = os.path.abspath(os.fspath(cfg.chrome_path or DEFAULT_CHROME_PATH))
+            if cfg.use_gzip and not path.endswith(".gz"):
+                path += ".gz"
+            if world_size > 1:
+                path = _with_rank_suffix(path, rank, world_size)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        else:
+            log_dir = resolve_log_dir(cfg.tb_dir)
+            run_dir = _shared_run_dir(log_dir, "on_trace_ready", f"on_trace_ready/{export}", store,
+                                      world_size)
+            width = len(str(max(world_size - 1, 0)))
+            worker = f"rank{rank:0{width}d}_{_slug(socket.gethostname(), 40) or 'host'}"
+            path = os.path.join(run_dir, worker + ".pt.trace.json" + (".gz" if cfg.use_gzip else ""))
+        _export_atomically(prof, path, cfg.use_gzip)
+        if cfg.profile_format == "chrome":
+            object.__setattr__(cfg, "exported_chrome_path", path)  # the original's field; compare=False
+        _log(logging.INFO, f"[Profile] step={getattr(prof, 'step_num', '?')} wrote {path} ({_size(path)})")
+
+    return handler
+
+
+def log_profile_start(cfg: TorchTraceProfileConfig, name: Optional[str] = None) -> None:
+    """The line a capture logs when it starts: label, schedule, where the trace goes."""
+    where = (os.path.abspath(os.fspath(cfg.chrome_path or DEFAULT_CHROME_PATH)) if cfg.profile_format == "chrome"
+             else resolve_log_dir(cfg.tb_dir))
+    _log(logging.INFO, f"[Profile] {name + ': ' if name else ''}capturing {cfg.steps} calls (wait {cfg.wait}, "
+                       f"warmup {cfg.warmup}, active {cfg.active}), format {cfg.profile_format} -> {where}")
+
+
+def log_profile_done(cfg: TorchTraceProfileConfig) -> None:
+    """The viewing hints for ``cfg``'s traces: this process's last capture if it wrote one in that format, else the
+    configured logdir (or the chrome file the last ``make_on_trace_ready`` handler wrote)."""
+    last = _SESSION.last
+    if last is None or not last.trace_paths or last.profile_format != cfg.profile_format:
+        log_dir = resolve_log_dir(cfg.tb_dir) if cfg.profile_format == "tensorboard" else None
+        path = cfg.exported_chrome_path or os.path.abspath(os.fspath(cfg.chrome_path or DEFAULT_CHROME_PATH))
+        rank, world_size, _ = _distributed_identity() if "torch" in sys.modules else (0, 1, None)
+        last = CaptureResult(label="torch trace", profile_format=cfg.profile_format,
+                             trace_paths=[os.path.join(log_dir, "x") if log_dir else path], run_dir=log_dir,
+                             log_dir=log_dir, rank=rank, world_size=world_size, calls=cfg.steps, seconds=0.0)
+    lines = _viewing_hints(last, cfg)
+    lines[0] = "[Profile] torch trace export finished."
+    _log(logging.INFO, "\n".join(lines))
 
 
 # ========================================================================================== remote arming
@@ -748,7 +1006,6 @@ def _capture_summary_lines(trace_path: str) -> list[str]:
 # at a different point, and the collectives inside the target would stop lining up -- a hang. Agreeing on one
 # call index would need a call counter on the steady path; refusing is safe by construction.
 
-ENV_REMOTE = "LIGHTX2V_TORCH_PROFILE_REMOTE"
 CONTROL_DIR = ".capture"  # hidden: TensorBoard, the trace browser and trace_summary skip it
 CONTROL_PROTOCOL = 1
 STATUS_SUFFIX = ".status.json"
@@ -778,7 +1035,7 @@ class _RemoteControl:
         self.failure_logged = False
 
     # -- in the caller's thread, once -----------------------------------------------------------------------
-    def start_once(self, profile_format: str, tb_dir: Optional[str]) -> None:
+    def start_once(self, profile_format: str, tb_dir: Optional[Union[str, os.PathLike]]) -> None:
         """Start the watcher with the process's first capture. Never raises into the caller."""
         if self.started:
             return
@@ -789,7 +1046,7 @@ class _RemoteControl:
                 self.started = True
                 if profile_format != "tensorboard":
                     return
-                if os.environ.get(ENV_REMOTE, "1").strip().lower() in ("0", "false", "off", "no"):
+                if not _env_flag(ENV_REMOTE):
                     return
                 self.pid = os.getpid()
                 self.started_at = _process_start_time(self.pid)
@@ -826,16 +1083,19 @@ class _RemoteControl:
         The thread never creates a folder and writes a file only to answer a request or to show an arm done by
         reset_session(), so a caller removing its logdir (a temporary directory, say) does not race with it.
         """
+        request_path, status_path = self.request_path, self.status_path
+        if request_path is None or status_path is None:
+            return
         last_beat = time.monotonic()
         while True:
             time.sleep(POLL_SECONDS)
             try:
-                if os.path.exists(self.request_path):
+                if os.path.exists(request_path):
                     self._take_request()
                 elif self._shown_state() != self.written_state:
                     self._write_status()
                 elif time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
-                    os.utime(self.status_path)
+                    os.utime(status_path)
                     last_beat = time.monotonic()
             except FileNotFoundError:  # the logdir is gone (removed, or not yet recreated): stay quiet
                 pass
@@ -848,8 +1108,11 @@ class _RemoteControl:
         return _SESSION.claimed, _SESSION.generation
 
     def _take_request(self) -> None:
+        request_path = self.request_path
+        if request_path is None:
+            return
         try:
-            with open(self.request_path) as f:
+            with open(request_path) as f:
                 text = f.read(4096)
             request = json.loads(text) if text.strip() else {"by": "a request file"}  # `touch` arms too
             if not isinstance(request, dict):
@@ -857,32 +1120,23 @@ class _RemoteControl:
         except (OSError, ValueError) as exc:
             request = {"id": None, "by": f"a request file ({exc})"}
         try:
-            os.remove(self.request_path)
+            os.remove(request_path)
         except FileNotFoundError:
             pass
         by = str(request.get("by") or "outside")[:200]
-        refusal = _multi_rank_refusal()
-        with _SESSION.lock:
-            if refusal:
-                outcome = f"refused: {refusal}"
-            elif not _profiling_enabled():
-                outcome = f"refused: profiling is off in this process ({ENV_ENABLE})"
-            elif _SESSION.capturing:
-                self.captures_before = _SESSION.captures  # the capture under way answers the request
-                outcome = "capturing now"
-            elif not _SESSION.claimed:
-                if _SESSION.generation != self.armed_generation:  # armed by reset_session(), not by a request
-                    self.captures_before = _SESSION.captures
-                outcome = "already armed"
-            else:
-                self.captures_before = _SESSION.captures
-                _SESSION.claimed = False  # what reset_session() does, under the same lock
-                _SESSION.generation += 1
-                self.armed_generation = _SESSION.generation
+        request_id = request.get("id")
+
+        def note(outcome: str, generation: int, captures: int) -> None:  # under the session's lock
+            if outcome in ("armed", "capturing now") or (
+                    outcome == "already armed" and generation != self.armed_generation):  # armed by reset_session()
+                self.captures_before = captures
+            if outcome == "armed":
+                self.armed_generation = generation
                 self.armed_at, self.armed_by = time.time(), by
-                outcome = "armed"
-            self.last_request = {"id": request.get("id"), "at": time.time(), "by": by, "outcome": outcome,
+            self.last_request = {"id": request_id, "at": time.time(), "by": by, "outcome": outcome,
                                  "captures_before": self.captures_before}
+
+        outcome = _SESSION.request_arm(_multi_rank_refusal(), note)
         level = logging.INFO if outcome in ("armed", "already armed") else logging.WARNING
         _log(level, f"[Profile] capture request from {by}: {outcome}"
                     + (" (the next first run() of any call site captures)" if outcome == "armed" else ""))
@@ -890,22 +1144,25 @@ class _RemoteControl:
 
     def _write_status(self) -> None:
         """Write the status file under a hidden temporary name, then rename (readers never see half of it)."""
+        status_path = self.status_path
+        if status_path is None:
+            return
         status = {"protocol": CONTROL_PROTOCOL, "pid": self.pid, "host": socket.gethostname(),
                   "argv": [str(a)[:200] for a in sys.argv[:12]], "log_dir": self.log_dir,
                   "started_at": self.started_at, "updated_at": time.time(), "exited_at": self.exited_at,
                   "poll_seconds": POLL_SECONDS, "heartbeat_seconds": HEARTBEAT_SECONDS, **self.status()}
-        directory, name = os.path.split(self.status_path)
+        directory, name = os.path.split(status_path)
         tmp = os.path.join(directory, f".{name}.tmp")
         with self.lock:  # the watcher, the caller's thread and the atexit handler share the temporary name
             state = self._shown_state()
             with open(tmp, "w") as f:
                 json.dump(status, f, default=str)
-            os.replace(tmp, self.status_path)
+            os.replace(tmp, status_path)
             self.written_state = state
 
     def status(self) -> dict[str, Any]:
         session = _SESSION
-        armed = not session.claimed and not session.capturing and _profiling_enabled()
+        armed = not session.claimed and not session.capturing and _env_flag(ENV_ENABLE)
         remote = armed and session.generation == self.armed_generation
         last = session.last
         rank, world_size, _ = _distributed_identity() if "torch" in sys.modules else (0, 1, None)

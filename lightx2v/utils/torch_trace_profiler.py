@@ -175,7 +175,7 @@ def _find_bad_field(cfg: TorchTraceProfileConfig) -> Optional[str]:
 
 
 _DEFAULT = TorchTraceProfileConfig()  # the defaults of TorchTraceProfileContext's keywords come from here
-_CONFIGS: dict[tuple, TorchTraceProfileConfig] = {}  # validated configs by their settings (and the number types)
+_CONFIGS: dict[tuple, TorchTraceProfileConfig] = {}  # validated configs by their settings
 _CONFIGS_MAX = 256  # distinct call-site settings a process keeps; beyond that, each context validates anew
 
 
@@ -388,26 +388,22 @@ class TorchTraceProfileContext:
         if name is not None and type(name) is not str:
             raise ValueError(f"name must be a str or None, got {type(name).__name__}")
         self.name = name
-        # A validated config per distinct settings: a context at every step costs one dict lookup. Equal is not
-        # enough for a key (1 == True == 1.0, and only one of them is valid), so the cache serves only settings
-        # whose numbers and switches have their exact types; anything else goes to the config's check.
-        config = None
-        exact = (type(wait) is type(warmup) is type(active) is type(tensorboard_port) is int
-                 and type(with_stack) is type(use_gzip) is type(record_shapes) is type(profile_memory)
-                 is type(with_flops) is bool)
+        # A validated config per distinct settings: a context at every step costs one tuple and one dict lookup.
+        # Keys compare by value, so a value equal to a validated one (True or 1.0 where 1 was validated) gets that
+        # validated config: the config a context holds always has its fields' exact types, and behaves as the
+        # value given. A value that equals nothing validated yet goes through the config's check (and its error).
         key = (profile_format, tb_dir, chrome_path, wait, warmup, active, with_stack, tensorboard_port, use_gzip,
                record_shapes, profile_memory, with_flops)
-        if exact:
-            try:
-                config = _CONFIGS.get(key)
-            except TypeError:  # an unhashable path: the config's check names it
-                exact = False
+        try:
+            config = _CONFIGS.get(key)
+        except TypeError:  # an unhashable path: the config's check names it
+            config, key = None, None
         if config is None:
             config = TorchTraceProfileConfig(
                 profile_format=profile_format, tb_dir=tb_dir, chrome_path=chrome_path, wait=wait, warmup=warmup,
                 active=active, with_stack=with_stack, tensorboard_port=tensorboard_port, use_gzip=use_gzip,
                 record_shapes=record_shapes, profile_memory=profile_memory, with_flops=with_flops)
-            if exact and len(_CONFIGS) < _CONFIGS_MAX:
+            if key is not None and len(_CONFIGS) < _CONFIGS_MAX:
                 _CONFIGS[key] = config
         self.config = config
 

@@ -46,7 +46,7 @@ def wait(predicate, timeout: float, what: str, interval: float = 0.05):
             value = predicate()
             if value:
                 return value
-        except Exception:  # noqa: BLE001  (a page mid-navigation, a server not up yet)
+        except Exception:
             pass
         time.sleep(interval)
     raise SystemExit(f"timed out after {timeout} s waiting for {what}")
@@ -161,10 +161,10 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=600)
     args = parser.parse_args()
-    from helpers.browser import chromium
-
     from lightx2v.trace_browser import offline
     from lightx2v.trace_summary import summarize_paths
+
+    from helpers.browser import chromium
 
     work = Path(tempfile.mkdtemp(prefix="bench-offline-"))
     procs = []

@@ -28,9 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import torch  # noqa: E402
+import torch
 
-from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchTraceProfiler  # noqa: E402
+from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchTraceProfiler
 
 
 class SameSignatureDoingNothing:
@@ -247,7 +247,8 @@ def main() -> None:
         f"{floor_ns:.0f} ns | {floor_ns / base_ns:.2f}x | - |"
     )
     print(
-        f"| steady-state call against the floor (the remote-arming watcher thread is running) | floor {floor_ns:.0f} ns | "
+        "| steady-state call against the floor (the remote-arming watcher thread is running) | "
+        f"floor {floor_ns:.0f} ns | "
         f"{ours_ns:.0f} ns | {ours_ns / floor_ns:.2f}x | - |"
     )
     print(

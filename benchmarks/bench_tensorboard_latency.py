@@ -122,7 +122,7 @@ def bench_listing(trace: Path, work: Path, captures: int) -> dict[str, list[floa
             run = f"capture{i:02d}"
             landed = land(trace, logdir / run)
 
-            def watch(name: str, port: int) -> None:
+            def watch(name: str, port: int, run: str = run, landed: float = landed) -> None:
                 while run not in listed(port):
                     if time.monotonic() - landed > 60:
                         results[name].append(float("inf"))
@@ -175,7 +175,8 @@ def bench_startup(work: Path, starts: int) -> dict[str, list[float]]:
 
 def table(title: str, results: dict[str, list[float]], baseline: str) -> str:
     base_median = statistics.median(results[baseline])
-    lines = [title, f"  {'':24s} {'n':>3s} {'median s':>9s} {'max s':>7s} {'mean s':>7s} {'median vs ' + baseline:>28s}"]
+    header = f"  {'':24s} {'n':>3s} {'median s':>9s} {'max s':>7s} {'mean s':>7s} {'median vs ' + baseline:>28s}"
+    lines = [title, header]
     for name, values in results.items():
         median = statistics.median(values)
         lines.append(f"  {name:24s} {len(values):3d} {median:9.2f} {max(values):7.2f} {statistics.fmean(values):7.2f} "

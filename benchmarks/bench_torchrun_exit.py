@@ -53,7 +53,7 @@ def job(variant: str) -> None:
     import torch.distributed as dist
 
     if variant == "bare-profiler-early-import":
-        import torch.distributed.nn.functional  # noqa: F401  (its group defaults are evaluated now: None)
+        import torch.distributed.nn.functional
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     x = torch.ones(SIDE, SIDE) * (rank + 1)
@@ -81,7 +81,7 @@ def job(variant: str) -> None:
                 prof.step()
     else:
         if variant == "dynamo-import":
-            import torch._dynamo  # noqa: F401  (what the profiler's inductor probe does)
+            import torch._dynamo
         y = step()
     sys.stdout.write(f"RESULT rank={rank} sum={float(y.sum())}\n")
     sys.stdout.flush()
@@ -195,7 +195,10 @@ def main() -> None:
     for variant, outcomes in stats.items():
         n = len(outcomes)
         bad = sum(o["returncode"] != 0 for o in outcomes)
-        count = lambda key: sum(bool(o[key]) for o in outcomes)  # noqa: E731
+
+        def count(key: str, outcomes: list = outcomes) -> int:
+            return sum(bool(o[key]) for o in outcomes)
+
         reported = count("reported")
         print(f"| {variant} | {n} | {bad}/{n} | {count('terminate')} | {n - count('work_ok')} "
               f"| {sum(o['returncode'] is None for o in outcomes)} | {count('pinned')}/{reported} "

@@ -12,7 +12,8 @@ peak RSS from ``os.wait4``'s rusage of that child. The plugin baseline does what
 ``RunLoader._process_data`` does for one worker file: ``RunProfileData.parse`` + ``RunGenerator
 .generate_run_profile``, stopped after --plugin-timeout. By default it parses the same file; give it a smaller
 one with --plugin-size-mb (it runs at a few MB/s and ~6-8x the file size in RAM); ratios are always taken on
-one file both tools read. A gzip copy (level 1) of that file is also summarized. Goals (issue 6): >= 50 MB/s and peak RSS <= 3x the file size.
+one file both tools read. A gzip copy (level 1) of that file is also summarized. Goals (issue 6): >= 50 MB/s and
+peak RSS <= 3x the file size.
 """
 
 from __future__ import annotations
@@ -65,8 +66,8 @@ def generate_trace(path: Path, size_mb: float) -> int:
         written, copies = array_start, 0
         while written < target:
             shift = copies * span
-            text = _TS.sub(lambda m: f'"ts": {float(m.group(1)) + shift:.3f}', timed) if copies else timed
-            text = _STEP.sub(lambda m: f'"ProfilerStep#{int(m.group(1)) + copies}"', text)
+            text = _TS.sub(lambda m, shift=shift: f'"ts": {float(m.group(1)) + shift:.3f}', timed) if copies else timed
+            text = _STEP.sub(lambda m, copies=copies: f'"ProfilerStep#{int(m.group(1)) + copies}"', text)
             text = (",\n" if copies else "") + text
             f.write(text)
             written += len(text)
@@ -155,8 +156,8 @@ def main() -> int:
             size = path.stat().st_size / 1e6
             rows.append(dict(tool="tb-plugin loader", key=args.plugin_size_mb, name=path.name, raw_mb=size,
                              disk_mb=size, **r))
-            print(f"  tb-plugin      {path.name}: " + ("timeout" if r["timeout"] else
-                                                      f"{r['wall_s']:.2f} s, {r['rss_mb']:.0f} MB peak RSS"), flush=True)
+            took = "timeout" if r["timeout"] else f"{r['wall_s']:.2f} s, {r['rss_mb']:.0f} MB peak RSS"
+            print(f"  tb-plugin      {path.name}: {took}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     report(rows, args)

@@ -19,7 +19,8 @@ A step whose tools are missing (e.g. no tensorboard) is SKIP with the reason, ne
 under $OUT (default: a new temporary directory): ``gpu_check.json`` (all figures), ``verdict.txt``, one folder
 per step with its logs and traces. With ``--work DIR`` the steps write into a new folder inside DIR instead and
 $OUT receives only ``gpu_check.json``, ``verdict.txt`` and ``gpu_check_results.tar.gz`` (that folder packed, at
-most 15 MiB: the biggest traces are left out first, listed in the verdict) — for machines that hand back only a few files of $OUT.
+most 15 MiB: the biggest traces are left out first, listed in the verdict) — for machines that hand back only a
+few files of $OUT.
 Exit status 1 when a step failed.
 """
 
@@ -45,10 +46,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
 
-import torch  # noqa: E402
-
 import bench_infer  # noqa: E402  (run_cli: one `python -m lightx2v.infer` process)
+import torch  # noqa: E402
 from gpu_qwen_image import kernel_stats  # noqa: E402
+
 from lightx2v.models.input_encoders.pseudo_text_encoder import tokenize  # noqa: E402
 from lightx2v.models.networks.qwen_image.config import QwenImageArch, forward_matmul_flops  # noqa: E402
 
@@ -495,7 +496,7 @@ def environment(device: str, have: dict) -> dict:
         try:
             version = torch.cuda.nccl.version()
             env["nccl"] = ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
-        except Exception:  # noqa: BLE001  (a build without NCCL)
+        except Exception:
             env["nccl"] = None
     name = env.get("gpu", "CPU")
     env["summary"] = (f"{name}, torch {env['torch']}, CUDA {env['cuda'] or '-'}, python {env['python']}, "

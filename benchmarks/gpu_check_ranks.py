@@ -13,14 +13,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
+import torch
+import torch.distributed as dist
 
 # Imported before the process group exists: the profiler's lazy import of this module would otherwise pin the
 # group past destroy_process_group() and gloo can abort at exit (measured, see docs/inference.md "GPU check").
-import torch.distributed.nn.functional  # noqa: E402,F401
+import torch.distributed.nn.functional
 
-from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchTraceProfiler  # noqa: E402
+from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchTraceProfiler
 
 
 def main() -> None:

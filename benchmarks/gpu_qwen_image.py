@@ -28,11 +28,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import torch  # noqa: E402
+import torch
 
-from lightx2v.models.networks.qwen_image.config import PRESETS, forward_matmul_flops  # noqa: E402
-from lightx2v.models.runners.qwen_image.qwen_image_runner import QwenImageRunConfig, QwenImageRunner  # noqa: E402
-from lightx2v.utils.torch_trace_profiler import TorchTraceProfiler  # noqa: E402
+from lightx2v.models.networks.qwen_image.config import PRESETS, forward_matmul_flops
+from lightx2v.models.runners.qwen_image.qwen_image_runner import QwenImageRunConfig, QwenImageRunner
+from lightx2v.utils.torch_trace_profiler import TorchTraceProfiler
 
 
 def timed_run(runner: QwenImageRunner, sync) -> list[float]:

@@ -12,11 +12,12 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from conftest import free_port, subprocess_env
 
 from lightx2v.assets import ENV_ASSETS_DIR, LICENSE_FILE, WEBCOMPONENTS, find, sha256_of
 from lightx2v.assets.install import InstallError, unpack
 from lightx2v.assets.trust import npm_trust_env
+
+from conftest import free_port, subprocess_env
 
 
 def assets_cli(*args: str, **env: str) -> subprocess.CompletedProcess:

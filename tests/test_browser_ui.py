@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+
 from conftest import H200_TRACE, free_port
 from helpers.browser import chromium
 from helpers.procs import Server, answers, cpu_trace, land, launcher, runs, wait_until

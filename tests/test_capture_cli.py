@@ -12,8 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import subprocess_env
-from helpers.procs import Server, wait_until
 
 from lightx2v.capture.control import (
     KEEP_EXITED,
@@ -23,6 +21,9 @@ from lightx2v.capture.control import (
     find_processes,
     read_process,
 )
+
+from conftest import subprocess_env
+from helpers.procs import Server, wait_until
 
 # One capture of a tiny call, then (when STOP_FILE is not "-") stay alive until STOP_FILE exists.
 PROCESS = """

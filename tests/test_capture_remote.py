@@ -14,11 +14,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from lightx2v.capture.control import find_processes
+
 from conftest import REPO_ROOT, free_port, subprocess_env
 from helpers.procs import Server, answers, http_get, launcher, runs, wait_until
 from helpers.traces import PLUGIN_TRACE_RE, load_trace, run_dirs
-
-from lightx2v.capture.control import find_processes
 
 PROGRAMS = REPO_ROOT / "tests" / "programs"
 
@@ -29,7 +30,7 @@ def capture_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def line_with(server: Server, prefix: str, count: int = 1, timeout: float = 180) -> list[str]:
-    return wait_until(lambda: len(found := [l for l in server.lines if l.startswith(prefix)]) >= count and found,
+    return wait_until(lambda: len(found := [x for x in server.lines if x.startswith(prefix)]) >= count and found,
                       timeout, what=f"{count} line(s) starting {prefix!r}; output so far:\n{server.output()[-3000:]}")
 
 
@@ -233,9 +234,10 @@ def test_capture_post_is_same_origin_only(tmp_path):
 
 
 def test_capture_next_call_button_in_chromium(long_running, tmp_path):
-    from helpers.browser import chromium
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
+
+    from helpers.browser import chromium
 
     proc = long_running
     (first_run,) = run_dirs(proc.logdir)

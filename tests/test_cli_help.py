@@ -8,9 +8,10 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO_ROOT, subprocess_env
 
 from lightx2v import settings
+
+from conftest import REPO_ROOT, subprocess_env
 
 PACKAGE = REPO_ROOT / "lightx2v"
 SUBCOMMANDS = {"lightx2v.capture": (["arm"], ["list"]), "lightx2v.assets": (["install"], ["status"])}

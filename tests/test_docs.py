@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from conftest import REPO_ROOT
 from helpers.markdown import anchors, github_slug, headings, is_local, links, tables_under, tokens
 

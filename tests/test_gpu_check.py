@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
 from conftest import H200_TRACE, REPO_ROOT, subprocess_env
 from helpers.traces import PLUGIN_TRACE_RE, load_trace
 
@@ -86,7 +87,8 @@ def test_out_holds_the_figures_and_every_trace(cpu_run):
     assert json.loads((out / "4_tensorboard" / "overview.json").read_text())["performance"]
 
     # Run directories only: the hidden `.capture` folder beside them is the profiler's remote-arming status.
-    (run_dir,) = [p for p in (out / "5_torchrun" / "gloo" / "tb").iterdir() if p.is_dir() and not p.name.startswith(".")]
+    tb = out / "5_torchrun" / "gloo" / "tb"
+    (run_dir,) = [p for p in tb.iterdir() if p.is_dir() and not p.name.startswith(".")]
     files = sorted(p for p in run_dir.iterdir() if PLUGIN_TRACE_RE.match(p.name))
     assert [p.name.split("_")[0] for p in files] == ["rank0", "rank1"]
     for rank, path in enumerate(files):

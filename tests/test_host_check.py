@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+
 from conftest import H200_TRACE, free_port, subprocess_env
 from helpers.procs import PLUGIN, Server, launcher, wait_until
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from PIL import Image
+
 from helpers.infer import FAST, run_infer
 from helpers.traces import event_names, load_trace
-from PIL import Image
 
 STEPS = 4  # FAST's --infer_steps
 CUDA = torch.cuda.is_available()  # --device auto picks it, in bf16; the tests assert what each machine must give

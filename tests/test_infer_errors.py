@@ -8,10 +8,11 @@ import sys
 
 import pytest
 import torch
-from conftest import subprocess_env
-from helpers.infer import FAST, run_infer
 
 from lightx2v.infer import SEED_MAX, Number, build_parser
+
+from conftest import subprocess_env
+from helpers.infer import FAST, run_infer
 
 
 def _blocker(tmp_path):

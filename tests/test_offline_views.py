@@ -15,11 +15,12 @@ import sys
 import urllib.parse
 
 import pytest
+
+from lightx2v.assets import INSTALL_COMMAND, WEBCOMPONENTS, find
+
 from conftest import H200_TRACE, REPO_ROOT, free_port, subprocess_env
 from helpers.browser import chromium, external_requests
 from helpers.procs import Server, answers, land, launcher, runs, wait_until
-
-from lightx2v.assets import INSTALL_COMMAND, WEBCOMPONENTS, find
 
 TOP_KERNEL = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"
 FIXTURE_STEP_MS = "22.241"  # ProfilerStep#4's wall time, as `python -m lightx2v.trace_summary` reports it

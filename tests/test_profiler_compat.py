@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import REPO_ROOT, subprocess_env
 from helpers.traces import event_names, load_trace, plugin_traces
 

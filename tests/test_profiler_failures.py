@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import REPO_ROOT, subprocess_env
 from lightx2v.utils import torch_trace_profiler
 from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchTraceProfiler
-from helpers.traces import PLUGIN_TRACE_RE, plugin_traces
 
+from conftest import REPO_ROOT, subprocess_env
+from helpers.traces import PLUGIN_TRACE_RE, plugin_traces
 
 pytestmark = pytest.mark.usefixtures("fresh_profiler_session")
 
@@ -154,7 +154,7 @@ def _write_into_read_only_dir_as_nobody(read_only: Path) -> None:
 
 def test_disk_full_during_export_is_reported_and_leaves_no_partial_file(tmp_path):
     """RLIMIT_FSIZE makes every write past 20 kB fail (EFBIG), as a full disk would, inside torch's exporter."""
-    script = textwrap.dedent(f"""
+    script = textwrap.dedent("""
         import resource, signal, torch
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))

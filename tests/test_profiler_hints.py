@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+
 from conftest import REPO_ROOT, subprocess_env
 
 DROP_IN = REPO_ROOT / "lightx2v" / "utils" / "torch_trace_profiler.py"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import sys
 
-from conftest import REPO_ROOT
-
 from lightx2v.profiler_notice import add_banner, find_original_traces, notice_text, watch_in_background
+
+from conftest import REPO_ROOT
 
 FIXED = REPO_ROOT / "lightx2v" / "utils" / "torch_trace_profiler.py"
 
@@ -88,10 +88,10 @@ def test_the_watcher_logs_once(tmp_path):
 def test_serve_checkout_gives_the_exact_cp_on_the_page_even_with_the_logdir_elsewhere(tmp_path):
     """`serve --checkout PATH` tells the stack its checkout (LIGHTX2V_CHECKOUT): the page's fix is the exact `cp`,
     not `<your LightX2V checkout>`, also when the logdir (`--logdir`) does not sit inside the checkout."""
+    from lightx2v import serve
+
     from conftest import free_port
     from helpers.procs import Server, http_get, wait_until
-
-    from lightx2v import serve
 
     root = checkout(tmp_path / "LightX2V")
     (root / "save_results").mkdir()

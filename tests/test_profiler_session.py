@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchTraceProfiler
-from helpers.traces import event_names, load_trace, plugin_traces, run_dirs
 
+from helpers.traces import event_names, load_trace, plugin_traces, run_dirs
 
 pytestmark = pytest.mark.usefixtures("fresh_profiler_session")
 

@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import free_port, subprocess_env
-from helpers.procs import Server, answers, wait_until
 
 from lightx2v import serve, settings
+
+from conftest import free_port, subprocess_env
+from helpers.procs import Server, answers, wait_until
 
 UNUSED_TEST_NET = "198.51.100.7"  # TEST-NET-2 (RFC 5737): never an address of this machine
 

@@ -7,10 +7,11 @@ import subprocess
 import sys
 
 import pytest
-from conftest import free_port, subprocess_env
-from helpers.procs import Server, http_get, wait_until
 
 from lightx2v.tensorboard.patches import FIXES
+
+from conftest import free_port, subprocess_env
+from helpers.procs import Server, http_get, wait_until
 
 
 def trace_browser(*args: str, **env: str) -> subprocess.CompletedProcess:

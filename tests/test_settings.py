@@ -13,10 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, free_port, subprocess_env
 
 from lightx2v import settings
 from lightx2v.settings import SETTINGS, USER
+
+from conftest import REPO_ROOT, free_port, subprocess_env
 
 
 # ------------------------------------------------------------------------------------------- the drop-in agrees

@@ -17,9 +17,20 @@ import sys
 import time
 
 import pytest
+
 from conftest import REPO_ROOT, free_port, subprocess_env
-from helpers.procs import (Server, alive, answers, descendants, get_json, http_get, process_group, runs,
-                           supervisor_stop_bound, wait_until)
+from helpers.procs import (
+    Server,
+    alive,
+    answers,
+    descendants,
+    get_json,
+    http_get,
+    process_group,
+    runs,
+    supervisor_stop_bound,
+    wait_until,
+)
 
 CONF = REPO_ROOT / "docker" / "supervisord.conf"
 CAPTURE = REPO_ROOT / "tests" / "helpers" / "capture.py"

@@ -9,12 +9,24 @@ import sys
 import urllib.parse
 
 import pytest
-from conftest import H200_TRACE, free_port, subprocess_env
-from helpers.procs import (PLUGIN, Server, cpu_trace, get_json, http_get, land, launcher, runs,
-                           stock_tensorboard, wait_until, workers)
 
 from lightx2v.tensorboard.__main__ import with_defaults
 from lightx2v.tensorboard.callstack import attach_call_stacks
+
+from conftest import H200_TRACE, free_port, subprocess_env
+from helpers.procs import (
+    PLUGIN,
+    Server,
+    cpu_trace,
+    get_json,
+    http_get,
+    land,
+    launcher,
+    runs,
+    stock_tensorboard,
+    wait_until,
+    workers,
+)
 
 H200_RUN, H200_WORKER = "h200", "h200_dit_stack"
 

@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+
 from conftest import H200_TRACE, free_port
 from helpers.procs import Server, get_json, http_get, wait_until
 

@@ -11,10 +11,10 @@ import socket
 import subprocess
 import sys
 
+from lightx2v.utils.torch_trace_profiler import TRACE_BROWSER_DIR, TRACE_BROWSER_FILE, trace_browser_url
+
 from conftest import free_port, subprocess_env
 from helpers.procs import Server, http_get, wait_until
-
-from lightx2v.utils.torch_trace_profiler import TRACE_BROWSER_DIR, TRACE_BROWSER_FILE, trace_browser_url
 
 CAPTURE = """import torch
 from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext

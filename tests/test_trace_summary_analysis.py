@@ -8,6 +8,12 @@ import subprocess
 import sys
 
 import pytest
+
+from lightx2v.trace_summary import intervals
+from lightx2v.trace_summary.analyze import IDLE_FLAG_RATIO, analyze_trace
+from lightx2v.trace_summary.names import short_name
+from lightx2v.trace_summary.render import render_rank
+
 from conftest import H200_TRACE, subprocess_env
 from helpers.summary import (
     back_to_back,
@@ -18,11 +24,6 @@ from helpers.summary import (
     trace_doc,
     write_json,
 )
-
-from lightx2v.trace_summary import intervals
-from lightx2v.trace_summary.analyze import IDLE_FLAG_RATIO, analyze_trace
-from lightx2v.trace_summary.names import short_name
-from lightx2v.trace_summary.render import render_rank
 
 
 @pytest.fixture(scope="module")

@@ -12,10 +12,10 @@ import re
 import subprocess
 import sys
 
+from lightx2v.trace_summary.render import format_bytes
+
 from conftest import H200_TRACE, free_port, subprocess_env
 from helpers.procs import Server, http_get, wait_until
-
-from lightx2v.trace_summary.render import format_bytes
 
 
 def test_list_overview_and_summary_print_the_same_size(tmp_path):

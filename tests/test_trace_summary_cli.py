@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import H200_TRACE, subprocess_env
 
 from lightx2v.trace_summary import write_capture_summary
 from lightx2v.trace_summary.model import SCHEMA
+
+from conftest import H200_TRACE, subprocess_env
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -15,13 +15,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import H200_TRACE, subprocess_env
-from helpers.infer import FAST, run_infer
 
 from lightx2v.profiler_notice import find_original_traces
 from lightx2v.trace_browser.files import list_traces, resolve_run
 from lightx2v.trace_files import CHROME, PERFETTO, TENSORBOARD, classify
 from lightx2v.trace_summary.discover import scan
+
+from conftest import H200_TRACE, subprocess_env
+from helpers.infer import FAST, run_infer
 
 
 def cli(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -11,10 +11,10 @@ import json
 import subprocess
 import sys
 
+from lightx2v.trace_summary.analyze import analyze_trace
+
 from conftest import subprocess_env
 from helpers.summary import cpu_op, kernel, step_events, trace_doc, write_json
-
-from lightx2v.trace_summary.analyze import analyze_trace
 
 
 def good_events() -> list[dict]:

@@ -9,11 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, subprocess_env
-from helpers.torchrun import run_torchrun
 
 from lightx2v.trace_summary import summarize_paths
 from lightx2v.trace_summary.names import PLUGIN_TRACE_RE
+
+from conftest import REPO_ROOT, subprocess_env
+from helpers.torchrun import run_torchrun
 
 PROGRAM = REPO_ROOT / "tests" / "programs" / "summary_straggler.py"
 

@@ -6,12 +6,13 @@ import gzip
 import json
 
 import pytest
-from conftest import H200_TRACE
-from helpers.summary import capture_cpu_trace
 
 from lightx2v.trace_summary import TraceError
 from lightx2v.trace_summary.analyze import SKIP_HEAD
 from lightx2v.trace_summary.reader import TraceStream
+
+from conftest import H200_TRACE
+from helpers.summary import capture_cpu_trace
 
 H200_RAW = gzip.decompress(H200_TRACE.read_bytes())
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-
 # The fixes' names, in `patches.FIXES` order: here, in a module that imports nothing, so the settings registry can
 # check `LIGHTX2V_TB_SKIP_FIXES` without importing the plugin (a test keeps the two lists equal).
 FIX_NAMES = ("rescan", "reload_runs", "loader_children", "manager_exits", "stack_route", "offline_trace",

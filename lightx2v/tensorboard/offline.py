@@ -197,7 +197,9 @@ _FALLBACK = """<script>
   }
   function Chart(element) { this.element = element; }
   Chart.prototype.draw = function () {
-    if (this.element && this.element.appendChild) { this.element.textContent = ''; this.element.appendChild(notice(short)); }
+    if (this.element && this.element.appendChild) {
+      this.element.textContent = ''; this.element.appendChild(notice(short));
+    }
   };
   function stand_in(target) {
     return new Proxy(target, {get: function (t, key) {
@@ -208,7 +210,9 @@ _FALLBACK = """<script>
     }});
   }
   var visualization = new Proxy({}, {get: function (t, key) {
-    if (key === 'events') return {addListener: function () {}, addOneTimeListener: function () {}, removeListener: function () {}};
+    if (key === 'events') {
+      return {addListener: function () {}, addOneTimeListener: function () {}, removeListener: function () {}};
+    }
     if (key === 'arrayToDataTable') return function () { return stand_in({}); };
     return function (element) { return stand_in(new Chart(element)); };
   }});

@@ -160,7 +160,8 @@ def _check_manager() -> str | None:
     if problem:
         return problem
     if getattr(cache, "mp", None) is not tb_mp or "Manager" not in code_names(cache.Cache.__init__):
-        return "torch_tb_profiler.io.cache.Cache no longer creates its Manager through torch_tb_profiler.multiprocessing"
+        return ("torch_tb_profiler.io.cache.Cache no longer creates its Manager through "
+                "torch_tb_profiler.multiprocessing")
     return None
 
 

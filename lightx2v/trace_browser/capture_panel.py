@@ -102,7 +102,9 @@ TensorBoard lists it and this page shows it on reload. Multi-rank (torchrun) job
 <script>
 (() => {
   const clock = (t) => t ? new Date(t * 1000).toLocaleString() : '';
-  const cell = (row, text, cls) => { const td = row.insertCell(); td.textContent = text; if (cls) td.className = cls; return td; };
+  const cell = (row, text, cls) => {
+    const td = row.insertCell(); td.textContent = text; if (cls) td.className = cls; return td;
+  };
   const say = (text) => { document.getElementById('capture-message').textContent = text; };
   async function arm(id, button) {
     button.disabled = true;
@@ -125,7 +127,8 @@ TensorBoard lists it and this page shows it on reload. Multi-rank (torchrun) job
     const body = document.querySelector('#processes tbody');
     body.replaceChildren();
     if (!processes.length) {
-      cell(body.insertRow(), 'No process has written captures here yet (one shows up after its first capture).').colSpan = 5;
+      cell(body.insertRow(),
+           'No process has written captures here yet (one shows up after its first capture).').colSpan = 5;
     }
     for (const p of processes) {
       const row = body.insertRow();

@@ -85,7 +85,8 @@ def _ranks_section(run: RunSummary) -> str:
                    f"(spread {s.spread_pct:.1f}%)")
         else:
             why = (f"step times are in lock-step (spread {s.spread_pct:.1f}%: ranks wait for each other in "
-                   f"collectives); it has the most GPU compute per step, {s.slower_than_fastest_pct:+.1f}% vs the least")
+                   "collectives); it has the most GPU compute per step, "
+                   f"{s.slower_than_fastest_pct:+.1f}% vs the least")
         out.append(f"<p class=straggler-line><strong>Straggler: {_e(who)}</strong>: {_e(why)}</p>")
     out.append("</section>")
     return "\n".join(out)
@@ -132,7 +133,8 @@ def _steps(r: RankSummary) -> str:
             f"<tr><td>{_e(s.name)}</td><td class=num>{_ms(s.wall_us)}</td>"
             f"<td>{bar(parts, longest, f'{s.name}: {_ms(s.wall_us)} ms, {label}')}</td>"
             f"<td class=num>{_ms(s.cpu_us)}</td><td class=num>{_ms(s.gpu_busy_us)}</td>"
-            f"<td class=num>{_pct(s.gpu_busy_pct)}</td><td class=num>{'–' if s.kernel_count is None else s.kernel_count}</td>"
+            f"<td class=num>{_pct(s.gpu_busy_pct)}</td>"
+            f"<td class=num>{'–' if s.kernel_count is None else s.kernel_count}</td>"
             f"<td class=num>{_pct(100 * idle.ratio if idle else None)}</td></tr>")
     legend = (f"<p class=legend><span style='color:{BUSY}'>■</span> GPU busy <span style='color:{IDLE}'>■</span> "
               f"GPU idle <span style='color:{CPU}'>■</span> CPU step (no GPU work recorded)</p>")
@@ -149,8 +151,10 @@ def _idle(idle: IdleStats) -> str:
         hint = (" Mostly one long stall: look for a host sync, data loading or CPU work at that offset."
                 if idle.largest_gap_us >= idle.idle_us / 2 else
                 " Many short gaps: launch-bound (small kernels); CUDA graphs or torch.compile may help.")
+    busy_bar = bar([(idle.window_us - idle.idle_us, BUSY), (idle.idle_us, WARN if flagged else IDLE)],
+                   idle.window_us, "GPU busy vs idle inside steps")
     return (f"<h3>GPU idle gaps</h3><p class=\"idle{' flagged' if flagged else ''}\">"
-            f"{bar([(idle.window_us - idle.idle_us, BUSY), (idle.idle_us, WARN if flagged else IDLE)], idle.window_us, 'GPU busy vs idle inside steps')} "
+            f"{busy_bar} "
             f"idle {_ms(idle.idle_us)} of {_ms(idle.window_us)} ms ({100 * idle.ratio:.1f}%), {_e(verdict)}; "
             f"largest gap {_ms(idle.largest_gap_us)} ms at +{_ms(idle.largest_gap_at_us)} ms into "
             f"{_e(idle.largest_gap_step)}; {idle.gaps_over_10us} gaps ≥ 10 µs.{_e(hint)}</p>")
@@ -204,7 +208,8 @@ _PAGE = """<!doctype html>
 <style>
 body {{ font: 14px system-ui, sans-serif; margin: 1.5em 2em; color: #222; }}
 h1 {{ font-size: 1.4em; }} h2 {{ font-size: 1.2em; margin-top: 2em; }} h3 {{ font-size: 1.05em; margin: 1.4em 0 .4em; }}
-table {{ border-collapse: collapse; }} td, th {{ padding: .2em .7em; border-bottom: 1px solid #e3e3e3; text-align: left; }}
+table {{ border-collapse: collapse; }}
+td, th {{ padding: .2em .7em; border-bottom: 1px solid #e3e3e3; text-align: left; }}
 td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
 td.name {{ font-family: monospace; max-width: 60em; overflow-wrap: anywhere; }}
 .meta, .path, .legend {{ color: #555; }} .path {{ font-family: monospace; }}

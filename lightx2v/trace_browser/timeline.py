@@ -45,13 +45,15 @@ def missing() -> list[str]:
     if polyfill_path() is None:
         problems.append(f"the Web Components polyfill ({WEBCOMPONENTS.spec}): run `{INSTALL_COMMAND}`")
     if viewer_path() is None:
-        problems.append("Chromium's trace viewer, installed with torch-tb-profiler: run `pip install torch-tb-profiler`")
+        problems.append("Chromium's trace viewer, installed with torch-tb-profiler: "
+                        "run `pip install torch-tb-profiler`")
     return problems
 
 
 def render_timeline(name: str, file_url: str) -> str:
+    config = json.dumps({"name": name, "url": file_url}).replace("<", "\\u003c")
     return _PAGE.replace("@TITLE@", html.escape(name)).replace("@POLYFILL@", POLYFILL_URL) \
-        .replace("@VIEWER@", VIEWER_URL).replace("@CONFIG@", json.dumps({"name": name, "url": file_url}).replace("<", "\\u003c"))
+        .replace("@VIEWER@", VIEWER_URL).replace("@CONFIG@", config)
 
 
 _PAGE = """<!doctype html>
@@ -136,7 +138,8 @@ function viewerImportFailed() {
     viewer.id = 'trace-viewer';
     viewer.globalMode = true;
     Polymer.dom(document.body).appendChild(viewer);
-    show(viewer).catch((error) => timelineFailed('Could not open ' + CONFIG.name + ': ' + (error && error.message || error)));
+    show(viewer).catch(
+      (error) => timelineFailed('Could not open ' + CONFIG.name + ': ' + (error && error.message || error)));
   });
 })();
 </script>

@@ -30,7 +30,7 @@ def setup(device):
         return 0, 1, device
     if device.type == "cuda":
         torch.cuda.set_device(device)  # the CLI picked cuda:LOCAL_RANK
-    import torch.distributed.nn.functional  # noqa: F401  (before the group exists: its defaults stay None)
+    import torch.distributed.nn.functional
 
     dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
     return dist.get_rank(), dist.get_world_size(), device

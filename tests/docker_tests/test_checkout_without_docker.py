@@ -15,12 +15,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, free_port
-from helpers.procs import Server, answers, http_get, runs, wait_until
 
 from .checkout import STEPS, write_checkout
 from .stack import TIMINGS
 from .traces import RUN_GLOB, STRAIGHT_GLOB, traces
+from conftest import REPO_ROOT, free_port
+from helpers.procs import Server, answers, http_get, runs, wait_until
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -11,10 +11,10 @@ import subprocess
 import time
 
 import pytest
-from helpers.traces import load_trace
 
 from .stack import OWNER_GID, OWNER_UID, TIMINGS, start_stack
 from .traces import land_then_list, owner_report, owners, owners_paths, traces
+from helpers.traces import load_trace
 
 # First test pays for the session fixtures: stand-in base (~2.5 min on a fresh machine) + two builds.
 pytestmark = pytest.mark.timeout(1200)

@@ -16,7 +16,8 @@ def chromium(offline: bool = True, width: int = 1400, height: int = 1000, extra_
     from selenium.webdriver.chrome.service import Service
 
     binary, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
-    assert binary and driver_path, "needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)"
+    assert binary and driver_path, ("needs Debian's chromium and chromium-driver "
+                                    "(apt-get install -y chromium chromium-driver)")
     options = Options()
     options.binary_location = binary
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 # The rule itself, from the installed plugin: the files TensorBoard's PyTorch Profiler lists as workers.
-from torch_tb_profiler.consts import WORKER_PATTERN as PLUGIN_TRACE_RE  # noqa: F401 (used by the tests)
+from torch_tb_profiler.consts import WORKER_PATTERN as PLUGIN_TRACE_RE
 
 
 def load_trace(path: os.PathLike | str) -> dict:

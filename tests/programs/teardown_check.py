@@ -17,7 +17,7 @@ from lightx2v.utils import distributed
 mode = sys.argv[1]
 rank, world_size, _ = distributed.setup(torch.device("cpu"))
 if mode == "dynamo":
-    import torch._dynamo  # noqa: F401
+    import torch._dynamo
 held = dist.group.WORLD if mode == "hold" else None
 y = torch.ones(4) * (rank + 1)
 dist.all_reduce(y)

@@ -193,10 +193,15 @@ def check_trace_output(args: argparse.Namespace) -> str | None:
     Checked before the run, so a trace that cannot land costs no inference; nothing is created here (the
     profiler makes its folders), the nearest existing folder only has to take a file.
     """
-    from lightx2v.utils.torch_trace_profiler import DEFAULT_CHROME_PATH, ENV_DIR, _profiling_enabled, resolve_log_dir
+    from lightx2v.utils.torch_trace_profiler import DEFAULT_CHROME_PATH, ENV_DIR, resolve_log_dir
 
-    if not args.profile or not _profiling_enabled():
+    if not args.profile:
         return None
+    try:
+        if not settings.get(settings.TORCH_PROFILE):
+            return None
+    except settings.SettingError as exc:  # the profiler would read an unknown word as on: say so instead
+        return str(exc)
     if args.profile_format == "chrome":
         flag, target = "--chrome_path", Path(os.path.abspath(args.chrome_path or DEFAULT_CHROME_PATH))
         if target.is_dir():
@@ -385,13 +390,13 @@ def run(args: argparse.Namespace, arch: QwenImageArch, device, dtype) -> int:
             "cfg_parallel": args.cfg_parallel,
             "profile": args.profile,
             "profile_kwargs": config.profile,
-            "infer_calls": runner.model.infer_calls,
+            "infer_calls": runner.modules()[0].infer_calls,
             "seconds": {"init": t1 - t0, "denoise": t2 - t1},
             "capture": capture,
         }
         outputs = write_outputs(latents, config, Path(args.save_result_path), meta)
         print(f"preview: {outputs['preview']}\nlatents: {outputs['latents']}\nmetadata: {outputs['metadata']}")
-        calls = runner.model.infer_calls
+        calls = runner.modules()[0].infer_calls
         print(f"denoise: {t2 - t1:.2f} s for {config.infer_steps} steps, model.infer called {calls} times")
         if capture and capture["run_dir"]:
             print(f"trace run directory: {capture['run_dir']}")

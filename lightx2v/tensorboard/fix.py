@@ -35,3 +35,15 @@ def missing(obj: Any, *names: str) -> str | None:
     """What `obj` lacks of `names` (one line), or None when it has them all."""
     absent = [name for name in names if not hasattr(obj, name)]
     return f"{getattr(obj, '__name__', obj)} has no {', '.join(absent)}" if absent else None
+
+
+def mark_fixed(func: Callable[..., Any], original: Callable[..., Any] | None = None) -> None:
+    """Mark a replacement function as ours (so a second apply is a no-op), keeping what it replaced."""
+    setattr(func, "_lightx2v_fix", True)  # noqa: B010  (functions take any attribute; typed code cannot say so)
+    if original is not None:
+        setattr(func, "__wrapped__", original)  # noqa: B010
+
+
+def is_fixed(func: Any) -> bool:
+    """Whether ``func`` is a replacement that ``mark_fixed`` marked."""
+    return bool(getattr(func, "_lightx2v_fix", False))

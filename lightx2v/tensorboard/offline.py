@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from lightx2v import settings
-from lightx2v.tensorboard.fix import code_names, missing
+from lightx2v.tensorboard.fix import code_names, is_fixed, mark_fixed, missing
 from lightx2v.utils.torch_trace_profiler import trace_browser_url as discovered_url
 
 CDN_POLYFILL_TAG = '<script src="https://cdnjs.cloudflare.com/ajax/libs/webcomponentsjs/0.7.24/webcomponents.min.js"></script>'
@@ -129,7 +129,7 @@ def add_route(route: str, handler) -> None:
 
     _routes[route] = handler
     cls = plugin.TorchProfilerPlugin
-    if getattr(cls.get_plugin_apps, "_lightx2v_fix", False):
+    if is_fixed(cls.get_plugin_apps):
         return
     original = cls.get_plugin_apps
 
@@ -139,8 +139,7 @@ def add_route(route: str, handler) -> None:
             apps[path] = wrappers.Request.application(lambda request, func=func: func(self, request))
         return apps
 
-    get_plugin_apps._lightx2v_fix = True
-    get_plugin_apps.__wrapped__ = original
+    mark_fixed(get_plugin_apps, original)
     cls.get_plugin_apps = get_plugin_apps
 
 

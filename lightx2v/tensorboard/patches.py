@@ -22,7 +22,7 @@ from typing import Any
 from lightx2v import settings
 from lightx2v.hostcheck import HostCheck, guard_wsgi
 from lightx2v.tensorboard import offline
-from lightx2v.tensorboard.fix import Fix, code_names, missing
+from lightx2v.tensorboard.fix import Fix, code_names, is_fixed, mark_fixed, missing
 
 logger = logging.getLogger("lightx2v.tensorboard")
 
@@ -52,7 +52,7 @@ def _apply_rescan() -> None:
     for name, module in list(sys.modules.items()):
         if (name == "torch_tb_profiler" or name.startswith("torch_tb_profiler.")) and \
                 getattr(module, "MONITOR_RUN_REFRESH_INTERNAL_IN_SECONDS", None) == old:
-            module.MONITOR_RUN_REFRESH_INTERNAL_IN_SECONDS = RESCAN_SECONDS
+            setattr(module, "MONITOR_RUN_REFRESH_INTERNAL_IN_SECONDS", RESCAN_SECONDS)  # noqa: B010
 
 
 # --- (b) files added to / rewritten in an already-loaded run directory are (re)loaded --------------------
@@ -218,7 +218,7 @@ def _apply_call_stacks() -> None:
     from lightx2v.tensorboard.callstack import attach_call_stacks
 
     original = data.RunProfileData.process
-    if getattr(original, "_lightx2v_fix", False):
+    if is_fixed(original):
         return
     frame_types = {trace.EventTypes.PYTHON_FUNCTION, getattr(trace.EventTypes, "MODULE", None)}
 
@@ -230,7 +230,7 @@ def _apply_call_stacks() -> None:
         )
         return original(self)
 
-    process._lightx2v_fix = True
+    mark_fixed(process)
     data.RunProfileData.process = process
 
 
@@ -250,7 +250,7 @@ def _apply_stack_route() -> None:
     from torch_tb_profiler import plugin
     from werkzeug import wrappers
 
-    @wrappers.Request.application
+    @wrappers.Request.application  # type: ignore[arg-type]  # a method: werkzeug takes the request last
     def operation_stack_route(self, request):
         profile = self._get_profile_for_request(request)
         op_name = request.args.get("op_name")

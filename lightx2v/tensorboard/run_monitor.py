@@ -29,7 +29,7 @@ def run_signatures(logdir: str) -> dict[str, tuple]:
     found: dict[str, tuple] = {}
     for root, _, files in io.walk(logdir):
         names = sorted(name for name in files if utils.is_chrome_trace_file(name))
-        entries = []
+        entries: list[tuple] = []  # (name, size, mtime_ns) locally, (name, size) on remote filesystems
         for name in names:
             path = io.join(root, name)
             try:

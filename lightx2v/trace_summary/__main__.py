@@ -16,7 +16,7 @@ import json
 import os
 import sys
 
-from tqdm import tqdm  # type: ignore[import-untyped]  # no stubs unless types-tqdm is installed
+from tqdm import tqdm
 
 from .discover import resolve, skipped_phrase
 from .errors import TraceError

@@ -394,16 +394,17 @@ class TorchTraceProfileContext:
         # value given. A value that equals nothing validated yet goes through the config's check (and its error).
         key = (profile_format, tb_dir, chrome_path, wait, warmup, active, with_stack, tensorboard_port, use_gzip,
                record_shapes, profile_memory, with_flops)
+        cacheable = True
         try:
             config = _CONFIGS.get(key)
         except TypeError:  # an unhashable path: the config's check names it
-            config, key = None, None
+            config, cacheable = None, False
         if config is None:
             config = TorchTraceProfileConfig(
                 profile_format=profile_format, tb_dir=tb_dir, chrome_path=chrome_path, wait=wait, warmup=warmup,
                 active=active, with_stack=with_stack, tensorboard_port=tensorboard_port, use_gzip=use_gzip,
                 record_shapes=record_shapes, profile_memory=profile_memory, with_flops=with_flops)
-            if key is not None and len(_CONFIGS) < _CONFIGS_MAX:
+            if cacheable and len(_CONFIGS) < _CONFIGS_MAX:
                 _CONFIGS[key] = config
         self.config = config
 

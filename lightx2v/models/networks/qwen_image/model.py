@@ -18,6 +18,7 @@ from torch.profiler import record_function
 from lightx2v.models.networks.qwen_image.config import QwenImageArch
 from lightx2v.models.networks.qwen_image.layers import joint_positions, rope_angles
 from lightx2v.models.networks.qwen_image.transformer import QwenImageTransformer, init_weights
+from lightx2v.models.schedulers.qwen_image.scheduler import QwenImageScheduler
 
 BRANCHES = ("cond", "uncond")  # rank i of a cfg-parallel pair runs BRANCHES[i]
 
@@ -53,18 +54,23 @@ class QwenImageTransformerModel:
         self.guidance_scale = guidance_scale
         self.cfg_parallel = cfg_parallel
         self.net = build_transformer(arch, device, dtype, weight_seed)
-        self.scheduler = None
+        self.scheduler: QwenImageScheduler | None = None
         self.infer_calls = 0  # diagnostic only: how many times the profiler/runner called infer
 
     @property
     def enable_cfg(self) -> bool:
         return self.guidance_scale > 1.0
 
-    def set_scheduler(self, scheduler) -> None:
+    def set_scheduler(self, scheduler: QwenImageScheduler) -> None:
         self.scheduler = scheduler
 
+    def _scheduler(self) -> QwenImageScheduler:
+        if self.scheduler is None:
+            raise RuntimeError("QwenImageTransformerModel: call set_scheduler() first")
+        return self.scheduler
+
     def _rope(self, text_len: int):
-        rows, cols = self.scheduler.token_grid
+        rows, cols = self._scheduler().token_grid
         txt_pos, img_pos = joint_positions(rows, cols, text_len, self.device)
         return [
             (a.cos(), a.sin())
@@ -80,7 +86,8 @@ class QwenImageTransformerModel:
     def infer(self, inputs: dict) -> torch.Tensor:
         """Guided velocity for the scheduler's current latents; a pure function of inputs + scheduler state."""
         self.infer_calls += 1
-        tokens, sigma = self.scheduler.latents, self.scheduler.sigma_tensor
+        scheduler = self._scheduler()
+        tokens, sigma = scheduler.current_latents(), scheduler.current_sigma()
         embeds = inputs["text_encoder_output"]
         text = {"cond": embeds["prompt_embeds"], "uncond": embeds.get("negative_prompt_embeds")}
         if not self.enable_cfg:

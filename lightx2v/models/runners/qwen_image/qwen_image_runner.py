@@ -60,34 +60,42 @@ class QwenImageRunner:
         )
         self.model.set_scheduler(self.scheduler)
 
+    def modules(self) -> tuple[QwenImageTransformerModel, QwenImageScheduler]:
+        """The model and scheduler that ``init_modules()`` built (a RuntimeError before it ran)."""
+        if self.model is None or self.scheduler is None:
+            raise RuntimeError("QwenImageRunner: call init_modules() first")
+        return self.model, self.scheduler
+
     def run_input_encoder(self) -> dict:
         """Pseudo text features for the prompt (and the negative prompt when CFG is on)."""
         c = self.config
         embed = lambda text: embed_prompt(text, c.arch.text_dim, c.arch.max_text_len, c.device, c.dtype)  # noqa: E731
         out = {"prompt_embeds": embed(c.prompt)}
-        if self.model.enable_cfg:
+        if self.modules()[0].enable_cfg:
             out["negative_prompt_embeds"] = embed(c.negative_prompt)
         return {"text_encoder_output": out}
 
     def run(self, total_steps: int | None = None) -> torch.Tensor:
-        total_steps = total_steps or self.scheduler.infer_steps
+        model, scheduler = self.modules()
+        total_steps = total_steps or scheduler.infer_steps
         for step_index in range(total_steps):
-            self.scheduler.step_pre(step_index=step_index)
+            scheduler.step_pre(step_index=step_index)
 
             with TorchTraceProfileContext("🚀 infer_main", **self.config.profile) as profile:
-                noise_pred = profile.run(self.model.infer, self.inputs)
+                noise_pred = profile.run(model.infer, self.inputs)
 
-            self.scheduler.step_post(noise_pred)
+            scheduler.step_post(noise_pred)
 
             if self.progress_callback:
                 self.progress_callback(step_index + 1, total_steps)
-        return self.scheduler.latents
+        return scheduler.current_latents()
 
     def run_pipeline(self) -> torch.Tensor:
         """Encode, denoise, and return the final latents as (1, 16, H/8, W/8) float32 on the CPU."""
         if self.model is None:
             self.init_modules()
         self.inputs = self.run_input_encoder()
-        self.scheduler.prepare()
+        scheduler = self.modules()[1]
+        scheduler.prepare()
         self.run()
-        return self.scheduler.unpacked_latents()
+        return scheduler.unpacked_latents()

@@ -75,8 +75,21 @@ class QwenImageScheduler:
     def step_post(self, velocity: torch.Tensor) -> None:
         """Euler step from sigma_i to sigma_{i+1} along the predicted velocity (noise − data)."""
         dt = float(self.sigmas[self.step_index + 1] - self.sigmas[self.step_index])
-        self.latents = self.latents + dt * velocity.float()
+        self.latents = self.current_latents() + dt * velocity.float()
+
+    def current_sigma(self) -> torch.Tensor:
+        """This step's sigma as a 1-element tensor on the device (a RuntimeError before ``step_pre()``)."""
+        if self.sigma_tensor is None:
+            raise RuntimeError("QwenImageScheduler: call step_pre() first")
+        return self.sigma_tensor
+
+    def current_latents(self) -> torch.Tensor:
+        """The latents being denoised (a RuntimeError before ``prepare()``)."""
+        if self.latents is None:
+            raise RuntimeError("QwenImageScheduler: call prepare() first")
+        return self.latents
 
     def unpacked_latents(self) -> torch.Tensor:
         """Final latents as (1, 16, H/8, W/8) float32 on the CPU, the shape a VAE decoder takes."""
-        return unpack_latents(self.latents.cpu(), self.arch.latent_channels, *self.latent_hw, self.arch.patch_size)
+        latents = self.current_latents().cpu()
+        return unpack_latents(latents, self.arch.latent_channels, *self.latent_hw, self.arch.patch_size)

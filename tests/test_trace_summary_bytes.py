@@ -12,6 +12,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from lightx2v.trace_summary.render import format_bytes
 
 from conftest import H200_TRACE, free_port, subprocess_env
@@ -42,3 +44,14 @@ def test_list_overview_and_summary_print_the_same_size(tmp_path):
         assert status == 200 and f" · {size} · " in html.unescape(page.decode())
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("size", [0, 523, 999, 1000, 757_512, 999_949, 1_500_000_000, 12_345_678_901_234])
+def test_the_profiler_log_prints_sizes_by_the_same_rule(tmp_path, size):
+    """The drop-in stands alone, so it keeps its own copy of the byte rule: "wrote ... (size)" must read as the list."""
+    from lightx2v.utils.torch_trace_profiler import _size
+
+    path = tmp_path / "sized"
+    with open(path, "wb") as f:
+        f.truncate(size)  # sparse: no disk used
+    assert _size(str(path)) == format_bytes(size)

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from lightx2v.trace_summary.analyze import IDLE_FLAG_RATIO
 from lightx2v.trace_summary.model import IdleStats, RankSummary, RunSummary
-from lightx2v.trace_summary.render import format_bytes
+from lightx2v.trace_summary.render import format_bytes, format_ms, format_pct
 
 BAR_WIDTH = 220
 MAX_STEPS = 64  # rows of the step table; longer captures show the first and last ones
@@ -25,11 +25,11 @@ def _e(value) -> str:
 
 
 def _ms(us: float | None) -> str:
-    return "–" if us is None else f"{us / 1000:.3f}"
+    return format_ms(us, "–")
 
 
 def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{value:.1f}"
+    return format_pct(value, "–")
 
 
 def bar(parts: Iterable[tuple[float, str]], scale: float, label: str, width: int = BAR_WIDTH) -> str:

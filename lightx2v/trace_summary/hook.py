@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..fileio import write_atomically
 from .analyze import analyze_trace
 from .model import RankSummary
+from .names import cut
 from .render import render_rank
 
 LOG_TOP = 3
@@ -44,14 +45,11 @@ def log_lines(r: RankSummary, out_path: str) -> list[str]:
         lines.append("top GPU kernels (share of GPU time, total, calls):")
         for k in r.top_kernels[:LOG_TOP]:
             lines.append(f"  {k.pct_of_gpu_time:5.1f}% {k.total_us / 1000:9.3f} ms x{k.calls:<5} "
-                         f"{_cut(k.short_name)}")
+                         f"{cut(k.short_name, LOG_NAME_WIDTH)}")
     elif r.top_cpu_ops:
         lines.append("top CPU ops by self time (share, self, calls):")
         for op in r.top_cpu_ops[:LOG_TOP]:
-            lines.append(f"  {op.pct_of_cpu_self:5.1f}% {op.self_us / 1000:9.3f} ms x{op.calls:<5} {_cut(op.name)}")
+            lines.append(f"  {op.pct_of_cpu_self:5.1f}% {op.self_us / 1000:9.3f} ms x{op.calls:<5} "
+                         f"{cut(op.name, LOG_NAME_WIDTH)}")
     lines.append(f"summary: {out_path}")
     return lines
-
-
-def _cut(s: str) -> str:
-    return s if len(s) <= LOG_NAME_WIDTH else s[: LOG_NAME_WIDTH - 3] + "..."

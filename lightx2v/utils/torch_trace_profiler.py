@@ -759,7 +759,14 @@ def _size(path: str) -> str:
         size = os.path.getsize(path)
     except OSError:
         return "size unknown"
-    return f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.0f} KB"
+    # The stack's byte rule (lightx2v.trace_summary.render.format_bytes, checked equal by a test), kept here
+    # because this file stands alone: decimal units, one decimal, so the log says what the trace list says.
+    value = float(size)
+    for unit in ("B", "KB", "MB"):
+        if value < 1000:
+            return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:.1f} GB"
 
 
 # ------------------------------------------------------------------------------------------------ output

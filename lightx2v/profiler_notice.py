@@ -99,7 +99,6 @@ def fix_command(checkout: str | None) -> str:
 
 
 def notice_text(finding: Finding) -> str:
-    target = finding.checkout or PLACEHOLDER
     where = ("straight in" if "/" not in finding.example else "from one process in one folder of")
     return (
         f"{finding.files} trace file(s) {where} {finding.logdir} (e.g. {finding.example}): they come from "
@@ -107,8 +106,8 @@ def notice_text(finding: Finding) -> str:
         "TorchTraceProfileContext (its once-per-process flag is kept per object), so each step runs its target "
         "5 times and writes one more file, and it writes them into the logdir itself, where TensorBoard shows "
         "them all as one run. The fixed module captures once per process into a run directory of its own and "
-        "follows LIGHTX2V_TORCH_PROFILE_DIR. Put it into your checkout (your other files stay as they are; "
-        f"undo: git -C {target} checkout -- {MODULE}):\n"
+        "follows LIGHTX2V_TORCH_PROFILE_DIR. Put it into your checkout (your other files stay as they are; it "
+        f"keeps the replaced file as {MODULE}.orig and prints the undo):\n"
         f"    {fix_command(finding.checkout)}"
     )
 

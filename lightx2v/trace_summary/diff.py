@@ -170,7 +170,7 @@ def compare_runs(base: RunSummary, new: RunSummary) -> RunDiff:
     if len(rank_diffs) == 1 and len(base.ranks) == len(new.ranks) == 1:
         verdict = rank_diffs[0].verdict
     else:
-        verdict = _verdict(step, _mean_group_deltas(rank_diffs), "per step (slowest rank)")
+        verdict = _verdict(step, _mean_group_deltas(rank_diffs), "per step of the slowest rank")
     return RunDiff(base=b_info, new=n_info, verdict=verdict, step_wall_us=step, ranks=rank_diffs,
                    unmatched_base=[_who(r) for r in lone_base], unmatched_new=[_who(r) for r in lone_new],
                    notes=notes)

@@ -388,7 +388,10 @@ def _verdict(step: Delta, groups: list[tuple[str, float]], per: str) -> str:
         head = f"NEW is about as fast {per} ({signed_ms(delta)} ms, {100.0 * delta / base:+.1f}%)"
     else:
         head = f"NEW is {pct:.1f}% {'faster' if delta < 0 else 'slower'} {per} ({signed_ms(delta)} ms)"
-    named = [(name, d) for name, d in sorted(groups, key=lambda g: -abs(g[1])) if not _close(d, 0.0)]
+    by_name: dict[str, float] = {}  # groups of one label (several top-level ops) are named once
+    for name, d in groups:
+        by_name[name] = by_name.get(name, 0.0) + d
+    named = [(name, d) for name, d in sorted(by_name.items(), key=lambda g: -abs(g[1])) if not _close(d, 0.0)]
     if not named:
         return head
     return head + "; " + ", ".join(f"{name} {signed_ms(d)} ms" for name, d in named[:VERDICT_GROUPS])

@@ -11,6 +11,7 @@ are "".
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 
 from .collect import NO_ID, Collected
@@ -27,16 +28,19 @@ def launches(c: Collected, tree: OpTree) -> list[Launch]:
                 launcher[x] = i
     label_of = _Labels(c)
     op_name, root = c.op_name, tree.root
-    label_cache: dict[int, int] = {}  # op index -> label name id
+    unset = NONE - 1
+    label_at = array("l", [unset]) * len(op_name) if len(c.lab_ts) else None  # per op, found on first use
     rows: dict[tuple[int, int, int, int], list[float]] = {}
     for g, x, d in zip(c.g_name, c.g_ext, c.g_dur, strict=True):
         i = launcher.get(x, NONE)
         if i == NONE:
             key = (NONE, NONE, NONE, g)
         else:
-            lab = label_cache.get(i)
-            if lab is None:
-                lab = label_cache[i] = label_of(i)
+            lab = NONE
+            if label_at is not None:
+                lab = label_at[i]
+                if lab == unset:
+                    lab = label_at[i] = label_of(i)
             key = (op_name[root[i]], lab, op_name[i], g)
         row = rows.get(key)
         if row is None:

@@ -353,10 +353,13 @@ def _top_ops(idx: list[int], nbytes: list[int], p: int, addr: Sequence[int], own
     for j, b in live.values():
         if j >= 0:
             live_by_name[op_name[j]] = live_by_name.get(op_name[j], 0) + b
-    ranked = sorted(self_bytes.items(), key=lambda item: (-item[1][1], op_names[item[0]]))[:top]
-    return [MemoryOp(name=op_names[n_id], allocations=count, self_bytes=b, total_bytes=total_bytes.get(n_id, b),
+    # by self bytes, then with children (an op that only calls allocating ops: aten::ones over aten::empty)
+    ranked = sorted(total_bytes, key=lambda n_id: (-self_bytes.get(n_id, [0, 0])[1], -total_bytes[n_id],
+                                                   op_names[n_id]))[:top]
+    return [MemoryOp(name=op_names[n_id], allocations=self_bytes.get(n_id, [0, 0])[0],
+                     self_bytes=self_bytes.get(n_id, [0, 0])[1], total_bytes=total_bytes[n_id],
                      live_at_peak_bytes=live_by_name.get(n_id, 0))
-            for n_id, (count, b) in ranked], unattributed
+            for n_id in ranked], unattributed
 
 
 def _curve(ts: list[float], alloc: list[int], reserved: list[int] | None, p: int) -> MemoryCurve:
@@ -395,3 +398,25 @@ def section(trace_path: str, rank: int | None, notes: list[str], devices: list[D
         except snapshot.SnapshotError as exc:
             notes.append(f"memory snapshot left out: {exc}")
     return MemorySummary(devices=devices, snapshots=snapshots) if devices or snapshots else None
+
+
+def log_lines(m: MemorySummary | None) -> list[str]:
+    """One line per device (and snapshot) for the capture log: the peak, and a leak when there is one."""
+    if m is None:
+        return []
+    lines = []
+    for d in m.devices:
+        line = f"memory {d.device}: peak allocated {_gib(d.peak_allocated_bytes)}" + (
+            f" in {d.peak_step}" if d.peak_step else "")
+        if d.leak:
+            grew = sum(1 for s in d.steps if s.grew)
+            line += f" - LEAK: allocated grows in {grew} of {len(d.steps)} steps"
+        lines.append(line)
+    for s in m.snapshots:
+        where = ", ".join(f"{_gib(site.bytes)} at {site.location} {site.function}" for site in s.sites[:2])
+        lines.append(f"memory snapshot cuda:{s.device}: peak {_gib(s.peak_bytes)}" + (f": {where}" if where else ""))
+    return lines
+
+
+def _gib(n: int | None) -> str:
+    return "-" if n is None else f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"

@@ -45,9 +45,13 @@ class SnapshotError(TraceError):
     """A snapshot file that cannot be read; the message names the file and the problem."""
 
 
+class _Refused(pickle.UnpicklingError):
+    pass
+
+
 class _PlainUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"it names {module}.{name}; only plain data (dicts, lists, strings, numbers) "
+        raise _Refused(f"it names {module}.{name}; only plain data (dicts, lists, strings, numbers) "
                                      "is loaded, since a pickle can run code")
 
 
@@ -75,9 +79,10 @@ def load_snapshot(path: str) -> dict[str, Any]:
         raise SnapshotError(path, f"cannot read ({exc.strerror or exc})") from None
     try:
         doc = _PlainUnpickler(io.BytesIO(data)).load()
-    except pickle.UnpicklingError as exc:
+    except _Refused as exc:
         raise SnapshotError(path, f"not a plain memory snapshot: {exc}") from None
-    except (EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError, MemoryError) as exc:
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
+            MemoryError) as exc:
         raise SnapshotError(path, f"not a memory snapshot pickle (truncated or corrupt: {exc or type(exc).__name__})"
                             ) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("segments"), list):

@@ -394,24 +394,3 @@ def section(trace_path: str, rank: int | None, notes: list[str], devices: list[D
             notes.append(f"memory snapshot left out: {exc}")
     return MemorySummary(devices=devices, snapshots=snapshots) if devices or snapshots else None
 
-
-def log_lines(m: MemorySummary | None) -> list[str]:
-    """One line per device (and snapshot) for the capture log: the peak, and a leak when there is one."""
-    if m is None:
-        return []
-    lines = []
-    for d in m.devices:
-        line = f"memory {d.device}: peak allocated {_gib(d.peak_allocated_bytes)}" + (
-            f" in {d.peak_step}" if d.peak_step else "")
-        if d.leak:
-            grew = sum(1 for s in d.steps if s.grew)
-            line += f" - LEAK: allocated grows in {grew} of {len(d.steps)} steps"
-        lines.append(line)
-    for s in m.snapshots:
-        where = ", ".join(f"{_gib(site.bytes)} at {site.location} {site.function}" for site in s.sites[:2])
-        lines.append(f"memory snapshot cuda:{s.device}: peak {_gib(s.peak_bytes)}" + (f": {where}" if where else ""))
-    return lines
-
-
-def _gib(n: int | None) -> str:
-    return "-" if n is None else f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"

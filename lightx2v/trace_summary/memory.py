@@ -62,16 +62,24 @@ def device_label(device_type: int, device_id: int) -> str:
 
 
 class MemoryEvents:
-    """The ``[memory]`` events of one trace as arrays (56 bytes an event), filled by ``feed`` in file order."""
+    """The ``[memory]`` events of one trace as arrays (56 bytes an event), filled by ``feed`` in file order.
+
+    ``feed`` appends to two arrays (the timestamps, and six integers an event interleaved: one C call each);
+    ``finish`` splits the integers into the named arrays below, by C-level strided slices.
+    """
+
+    FIELDS = ("thread", "device", "nbytes", "allocated", "reserved", "addr")
 
     def __init__(self, malformed: Callable[[str, str, bool, Any], None]):
         """``malformed(field, problem, dropped, name)``: how an event left out is counted (analyze's table)."""
         self.ts = array("d")
-        self.thread = array("l")  # index into ``threads``
-        self.device = array("l")  # index into ``devices``
+        self._ints = array("q")  # per event: thread, device, Bytes, Total Allocated, Total Reserved (-1: none), Addr
+        self._add_ts, self._add_ints = self.ts.append, self._ints.extend
+        self.thread = array("q")  # index into ``threads``
+        self.device = array("q")  # index into ``devices``
         self.nbytes = array("q")
         self.allocated = array("q")
-        self.reserved = array("q")  # -1: not recorded
+        self.reserved = array("q")
         self.addr = array("q")
         self.threads: dict[tuple[Any, Any], int] = {}
         self.devices: dict[tuple[int, int], int] = {}  # (Device Type, Device Id) -> index
@@ -94,29 +102,34 @@ class MemoryEvents:
             nbytes, total, addr = args["Bytes"], args["Total Allocated"], args["Addr"]  # type: ignore[index]
             device = (args["Device Type"], args["Device Id"])  # type: ignore[index]
             reserved = args.get("Total Reserved", -1)  # type: ignore[union-attr]
-            thread = self.threads.get((ev.get("pid"), ev.get("tid")))
+            key = (ev.get("pid"), ev.get("tid"))
+            thread = self.threads.get(key)
             d = self.devices.get(device)
         except (KeyError, TypeError, AttributeError):
             self._reject(ev)
             return
         if (ts.__class__ not in _NUMBER_TYPES or not -_FLOAT_MAX <= ts <= _FLOAT_MAX  # type: ignore[operator]
                 or nbytes.__class__ is not int or total.__class__ is not int or addr.__class__ is not int
-                or device[0].__class__ is not int or device[1].__class__ is not int
-                or reserved.__class__ is not int or not -_INT64 <= addr < _INT64
-                or not -_INT64 <= nbytes < _INT64 or not -_INT64 <= total < _INT64 or not reserved < _INT64):
+                or device[0].__class__ is not int or device[1].__class__ is not int or reserved.__class__ is not int):
             self._reject(ev)
             return
         if thread is None:
-            thread = self.threads[(ev.get("pid"), ev.get("tid"))] = len(self.threads)
+            thread = self.threads[key] = len(self.threads)
         if d is None:
             d = self.devices[device] = len(self.devices)
-        self.ts.append(ts)  # type: ignore[arg-type]
-        self.thread.append(thread)
-        self.device.append(d)
-        self.nbytes.append(nbytes)
-        self.allocated.append(total)
-        self.reserved.append(reserved if reserved >= 0 else -1)
-        self.addr.append(addr)
+        n = len(self._ints)
+        try:
+            self._add_ints((thread, d, nbytes, total, reserved, addr))
+        except OverflowError:  # an integer beyond 64 bits: no allocator total
+            del self._ints[n:]
+            self._reject(ev)
+            return
+        self._add_ts(ts)  # type: ignore[arg-type]
+
+    def finish(self) -> None:
+        """Split the interleaved integers into ``thread``, ``device``, ``nbytes``, ... (after the last ``feed``)."""
+        for k, field in enumerate(self.FIELDS):
+            setattr(self, field, self._ints[k::len(self.FIELDS)])
 
     def _out_of_memory(self, ev: dict[str, Any]) -> None:
         args = ev.get("args")
@@ -162,6 +175,7 @@ def summarize(events: MemoryEvents, steps: Sequence[StepStats], op_threads: dict
     ``op_*``: the analysis' CPU ops (thread index by ``op_threads``' (pid, tid) keys, name id, start, duration).
     ``steps``: the trace's steps; a single step without a number ("(whole trace)") covers every event.
     """
+    events.finish()
     n = len(events)
     if not n:
         return []

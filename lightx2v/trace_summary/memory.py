@@ -24,7 +24,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from itertools import accumulate, compress, islice, repeat
-from operator import add, gt, le, lt
+from operator import add, le, lt
 from typing import Any
 
 from . import snapshot
@@ -247,10 +247,12 @@ class _Attribution:
         ts, nbytes, device = events.ts, events.nbytes, events.device
         at = [ts[i] for i in allocs]
         ends = list(map(add, starts, durs))
-        first = list(map(bisect_left, repeat(at), starts))  # allocations inside op k: at[first[k]:past[k]]
-        past = list(map(bisect_right, repeat(at), ends))
-        holding = list(compress(range(len(starts)), map(gt, past, first)))  # ops that hold an allocation
+        first = list(map(bisect_left, repeat(at), starts))  # the first allocation at or after each op's start
+        at_or_end = [*at, float("inf")]
+        holding = list(compress(range(len(starts)), map(le, map(at_or_end.__getitem__, first), ends)))
         h_start, h_end = [starts[k] for k in holding], [ends[k] for k in holding]
+        h_first = [first[k] for k in holding]  # allocations inside holding op k: at[h_first[k]:h_past[k]]
+        h_past = list(map(bisect_right, repeat(at), h_end))
         inner = self.inner
         for i, t in zip(allocs, at, strict=True):
             p = bisect_right(h_start, t) - 1
@@ -262,12 +264,12 @@ class _Attribution:
         for d in set(device[i] for i in allocs):
             prefix = [0, *accumulate(nbytes[i] if device[i] == d else 0 for i in allocs)]
             open_until: dict[int, float] = {}  # name id -> end of its outermost op seen so far
-            for k, start, end in zip(holding, h_start, h_end, strict=True):
+            for k, start, end, lo, hi in zip(holding, h_start, h_end, h_first, h_past, strict=True):
                 name = op_name[ops[k]]
                 if start < open_until.get(name, float("-inf")):
                     continue  # nested in an op of the same name: already counted there
                 open_until[name] = end
-                b = prefix[past[k]] - prefix[first[k]]
+                b = prefix[hi] - prefix[lo]
                 if b:
                     with_children[(d, name)] = with_children.get((d, name), 0) + b
 
@@ -286,10 +288,11 @@ def _device(events: MemoryEvents, key: tuple[int, int], idx: list[int], owners: 
             windows: list[tuple[StepStats, float, float]], op_name: Sequence[int], op_names: Sequence[str],
             top: int) -> DeviceMemory:
     dtype, did = key
-    ts = [events.ts[i] for i in idx]
-    nbytes = [events.nbytes[i] for i in idx]
-    alloc = [events.allocated[i] for i in idx]
-    reserved = [events.reserved[i] for i in idx]
+    if len(idx) == len(events) and idx[-1] == len(idx) - 1:  # one device, in file order: the arrays as they are
+        ts, nbytes, alloc, reserved = events.ts, events.nbytes, events.allocated, events.reserved
+    else:
+        ts, nbytes = array("d", [events.ts[i] for i in idx]), array("q", [events.nbytes[i] for i in idx])
+        alloc, reserved = array("q", [events.allocated[i] for i in idx]), array("q", [events.reserved[i] for i in idx])
     has_reserved = max(reserved) > 0  # the CPU allocator records 0 (no cache)
     peak = max(alloc)
     p = alloc.index(peak)
@@ -327,7 +330,7 @@ def _device(events: MemoryEvents, key: tuple[int, int], idx: list[int], owners: 
         curve=_curve(ts, alloc, reserved if has_reserved else None, p))
 
 
-def _top_ops(device: int, idx: list[int], nbytes: list[int], p: int, addr: Sequence[int], owners: _Attribution,
+def _top_ops(device: int, idx: list[int], nbytes: Sequence[int], p: int, addr: Sequence[int], owners: _Attribution,
              op_name: Sequence[int], op_names: Sequence[str], top: int) -> tuple[list[MemoryOp], int]:
     """Ops by self bytes, with their inclusive bytes and what of their allocations is live at the peak ``p``."""
     inner = owners.inner
@@ -371,7 +374,7 @@ def _top_ops(device: int, idx: list[int], nbytes: list[int], p: int, addr: Seque
             for n_id in ranked], unattributed
 
 
-def _curve(ts: list[float], alloc: list[int], reserved: list[int] | None, p: int) -> MemoryCurve:
+def _curve(ts: Sequence[float], alloc: Sequence[int], reserved: Sequence[int] | None, p: int) -> MemoryCurve:
     """Every point when they fit; else each of CURVE_POINTS // 2 time buckets' lowest and highest points."""
     n = len(ts)
     if n <= CURVE_POINTS:

@@ -5,7 +5,8 @@
 ``collect`` reads the file once into compact arrays; each question is its own module of functions over them,
 with its thresholds in one place: ``steps`` (step windows, GPU busy and idle; IDLE_FLAG_RATIO), ``kernels``
 (kernels, memcpy/memset, communication kernels), ``cpu_ops`` (self time) over ``optree`` (op nesting),
-``attribution`` (which op launched each kernel), ``devices`` (devices, versions, rank). Definitions are in those
+``attribution`` (which op launched each kernel), ``devices`` (devices, versions, rank), ``memory`` ([memory]
+events and memory snapshots). Definitions are in those
 modules and in docs/trace_summary.md.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from . import intervals
+from . import intervals, memory
 from .attribution import launches
 from .collect import SKIP_HEAD, Collected, malformed_field
 from .cpu_ops import cpu_op_stats
@@ -37,13 +38,17 @@ def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | N
     """
     stream = TraceStream(path, skip_head=SKIP_HEAD, on_read=on_read)
     c = Collected()
+    mem = memory.MemoryEvents(c.count_malformed)
+    c.attach(mem)
     for batch in stream.batches():
         c.feed(batch)
-    return summarize_collected(c, path, stream, top)
+    return summarize_collected(c, path, stream, top, mem)
 
 
-def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int) -> RankSummary:
-    """The report's figures from one pass's data (``stream``: the finished stream, for its metadata)."""
+def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
+                        mem: memory.MemoryEvents | None = None) -> RankSummary:
+    """The report's figures from one pass's data (``stream``: the finished stream, for its metadata;
+    ``mem``: the pass's ``[memory]`` events, if it collected them)."""
     meta = stream.metadata
     gpu = gpu_work(c)
     has_gpu = gpu.totals is not None
@@ -61,6 +66,9 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int) 
     elif not c.cpu_steps:
         notes.append("no ProfilerStep annotations (profiler ran without a schedule): the whole trace is one "
                      "step")
+    devices_memory = [] if mem is None else memory.summarize(
+        mem, steps, c.threads, c.op_thread, c.op_name, c.op_ts, c.op_dur, list(c.names), top)
+    memory_section = memory.section(path, rank, notes, devices_memory)
     return RankSummary(
         file=os.path.abspath(path),
         size_bytes=os.path.getsize(path),
@@ -85,4 +93,5 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int) 
         skipped_events=[SkippedEvents(field=field, problem=problem, count=count, example=example, dropped=dropped)
                         for (field, problem, dropped), (count, example) in c.malformed.items()],
         tables=RankTables(kernels=gpu.kernels, cpu_ops=cpu_ops, launches=launches(c, tree)),
+        memory=memory_section,
     )

@@ -77,8 +77,12 @@ class Collected:
         self.malformed: dict[tuple[str, str, bool], list[Any]] = {}  # (field, problem, dropped) -> [count, example]
         self._extra: dict[str, Any] = {}
         for collector in extra:
-            for cat in collector.categories:
-                self._extra[cat] = collector.feed
+            self.attach(collector)
+
+    def attach(self, collector: Collector) -> None:
+        """Hand ``collector`` the events of its categories from now on (memory.MemoryEvents, for one)."""
+        for cat in collector.categories:
+            self._extra[cat] = collector.feed
 
     def feed(self, batch: list[dict[str, Any]]) -> None:
         """The hot loop: a few dict lookups per event, then appends to arrays.

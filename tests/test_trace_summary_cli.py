@@ -46,7 +46,7 @@ def test_json_output_has_the_documented_fields():
     (rank,) = run["ranks"]
     assert set(rank) == {"file", "size_bytes", "compressed", "worker", "rank", "world_size", "devices", "versions",
                          "event_count", "trace_span_us", "steps", "gpu", "idle", "top_kernels", "top_cpu_ops",
-                         "cpu_self_total_us", "memory_ops", "gpu_comm_us", "notes", "skipped_events"}
+                         "cpu_self_total_us", "memory_ops", "gpu_comm_us", "notes", "skipped_events", "memory"}
     assert rank["skipped_events"] == []  # a real trace: nothing malformed
     (step,) = rank["steps"]
     assert set(step) == {"name", "number", "start_us", "wall_us", "cpu_us", "gpu_busy_us", "gpu_busy_pct",

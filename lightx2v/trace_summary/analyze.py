@@ -24,7 +24,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from . import intervals
+from . import intervals, memory
 from .model import (
     CpuOpStat,
     Device,
@@ -93,6 +93,7 @@ class _Accumulator:
         self.gpu_steps: dict[str, list[float]] = {}
         self.span_lo, self.span_hi = float("inf"), float("-inf")
         self.malformed: dict[tuple[str, str, bool], list[Any]] = {}  # (field, problem, dropped) -> [count, example]
+        self.memory = memory.MemoryEvents(self._count_malformed)  # [memory] instant events (profile_memory=True)
 
     def feed(self, batch: list[dict[str, Any]]) -> None:
         """The hot loop: a few dict lookups per event, then appends to arrays.
@@ -109,10 +110,13 @@ class _Accumulator:
                                              self.op_dur.append)
         span_lo, span_hi = self.span_lo, self.span_hi
         number, big, reject = _NUMBER_TYPES, _FLOAT_MAX, self._reject
+        memory_cat, memory_event = memory.INSTANT_CAT, self.memory.feed
         for ev in batch:
             cat = ev.get("cat")
             try:
                 if cat in skip or ev.get("ph") != "X":
+                    if cat == memory_cat:
+                        memory_event(ev)
                     continue
             except TypeError:  # an unhashable category (a list or an object)
                 reject(ev)
@@ -246,6 +250,9 @@ class _Accumulator:
         elif not self.cpu_steps:
             notes.append("no ProfilerStep annotations (profiler ran without a schedule): the whole trace is one "
                          "step")
+        memory_section = memory.section(path, rank, notes, memory.summarize(
+            self.memory, steps, self.threads, self.op_thread, self.op_name, self.op_ts, self.op_dur, list(self.names),
+            top))
         return RankSummary(
             file=os.path.abspath(path),
             size_bytes=os.path.getsize(path),
@@ -270,6 +277,7 @@ class _Accumulator:
             notes=notes,
             skipped_events=[SkippedEvents(field=field, problem=problem, count=count, example=example, dropped=dropped)
                             for (field, problem, dropped), (count, example) in self.malformed.items()],
+            memory=memory_section,
         )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..fileio import write_atomically
 from .analyze import analyze_trace
+from .memory import log_lines as memory_log_lines
 from .model import RankSummary
 from .names import cut
 from .render import render_rank
@@ -51,5 +52,6 @@ def log_lines(r: RankSummary, out_path: str) -> list[str]:
         for op in r.top_cpu_ops[:LOG_TOP]:
             lines.append(f"  {op.pct_of_cpu_self:5.1f}% {op.self_us / 1000:9.3f} ms x{op.calls:<5} "
                          f"{cut(op.name, LOG_NAME_WIDTH)}")
+    lines += memory_log_lines(r.memory)
     lines.append(f"summary: {out_path}")
     return lines

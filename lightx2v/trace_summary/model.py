@@ -116,6 +116,104 @@ class DamagedFile:
 
 
 @dataclass
+class MemoryOp:
+    """A CPU op by the memory it allocated (``[memory]`` events with positive ``Bytes``) on one device.
+
+    An allocation belongs to the innermost ``cpu_op`` enclosing it on the same thread ("self"); ``total_bytes``
+    also counts what the op's children allocated (an op name nested in itself counts once).
+    """
+
+    name: str
+    allocations: int  # allocations made directly in the op
+    self_bytes: int
+    total_bytes: int  # with children
+    live_at_peak_bytes: int  # of its self allocations, still not freed at the device's peak
+
+
+@dataclass
+class StepMemory:
+    """Allocated memory around one ``ProfilerStep#N`` (its CPU-side span: allocations are made by the CPU)."""
+
+    name: str
+    number: Optional[int]
+    start_us: float
+    end_us: float
+    allocated_start_bytes: int  # allocated just before the step's first memory event (at its start)
+    allocated_end_bytes: int  # after its last memory event
+    growth_bytes: int  # end - start: memory the step did not give back
+    peak_allocated_bytes: int
+    peak_reserved_bytes: Optional[int]
+    grew: bool  # growth_bytes >= the leak threshold (memory.leak_threshold)
+
+
+@dataclass
+class MemoryCurve:
+    """Allocated and reserved over time, downsampled (<= memory.CURVE_POINTS points, the peak always kept)."""
+
+    ts_us: list[float]  # trace timestamps
+    allocated_bytes: list[int]
+    reserved_bytes: list[Optional[int]]
+    peak_index: int  # index of the peak-allocated point in these lists
+
+
+@dataclass
+class DeviceMemory:
+    """The memory answers for one device of one trace (``Device Type``/``Device Id`` of the events)."""
+
+    device: str  # "cuda:0", "cpu"
+    device_type: int  # the trace's "Device Type": 0 CPU, 1 CUDA
+    device_id: Optional[int]  # None for the CPU (the trace writes -1)
+    events: int  # [memory] events of this device
+    allocations: int
+    allocated_bytes: int  # summed over all allocations
+    peak_allocated_bytes: int
+    peak_allocated_at_us: float  # trace timestamp of the peak
+    peak_step: Optional[str]  # the step holding the peak, None when it is outside every step
+    peak_reserved_bytes: Optional[int]  # None when the trace records no reserved totals (CPU)
+    leak_threshold_bytes: int  # a step grows "too much" at or above this (memory.leak_threshold)
+    leak: bool  # at least LEAK_MIN_STEPS steps grew by the threshold or more
+    steps: list[StepMemory]
+    top_ops: list[MemoryOp]  # by self bytes
+    unattributed_bytes: int  # allocated outside any cpu_op (e.g. by the allocator on another thread)
+    out_of_memory_events: int  # [OutOfMemory] events on this device
+    curve: MemoryCurve
+
+
+@dataclass
+class SnapshotSite:
+    """Bytes live at a snapshot's peak, grouped by the innermost frame in the user's code that allocated them."""
+
+    location: str  # "model.py:120" (the file's path as recorded, cut to its last two parts)
+    function: str
+    filename: str  # the frame's full file name
+    line: int
+    bytes: int
+    blocks: int
+
+
+@dataclass
+class SnapshotSummary:
+    """What one ``rank<R>_<host>.memory_snapshot.pickle`` (torch.cuda.memory._snapshot) says about the peak."""
+
+    file: str
+    device: Optional[int]
+    source: str  # "device_traces" (the peak replayed from the allocator's history) or "segments" (now, no history)
+    peak_bytes: int
+    peak_at_us: Optional[float]  # the history's time of the peak (its own clock), None from segments
+    reserved_bytes: int  # summed segment sizes when the snapshot was taken
+    sites: list[SnapshotSite]  # largest first
+    other_bytes: int  # live at the peak, with no frame in the user's code (or no frames recorded)
+
+
+@dataclass
+class MemorySummary:
+    """The memory section of a trace; RankSummary.memory is None when the trace has no memory events or snapshot."""
+
+    devices: list[DeviceMemory]
+    snapshots: list[SnapshotSummary] = field(default_factory=list)
+
+
+@dataclass
 class RankSummary:
     """Everything reported about one trace file (one rank / worker)."""
 
@@ -139,6 +237,7 @@ class RankSummary:
     gpu_comm_us: Optional[float]  # time in communication kernels (NCCL/RCCL) inside steps
     notes: list[str] = field(default_factory=list)
     skipped_events: list[SkippedEvents] = field(default_factory=list)  # malformed events left out, by field
+    memory: Optional[MemorySummary] = None  # profile_memory events and/or a memory snapshot; None without either
 
 
 @dataclass

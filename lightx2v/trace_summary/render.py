@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from .analyze import IDLE_FLAG_RATIO, percent
-from .model import IdleStats, RankSummary, RunSummary, SkippedEvents, StepStats
+from .memory import HINT as MEMORY_HINT
+from .memory import LEAK_MIN_STEPS
+from .model import IdleStats, MemorySummary, RankSummary, RunSummary, SkippedEvents, StepStats
 from .names import cut as _cut
 from .ranks import LOCKSTEP_SPREAD
 
@@ -90,6 +93,7 @@ def render_rank(r: RankSummary) -> str:
         lines.append(f"  slowest step: {slowest.name} ({_ms(slowest.wall_us)} ms)")
     if r.idle is not None:
         lines += ["", _idle_line(r.idle)]
+    lines += _memory_lines(r.memory)
 
     if r.gpu is not None:
         g = r.gpu
@@ -123,6 +127,69 @@ def render_rank(r: RankSummary) -> str:
     else:
         lines += ["", "CPU ops: none recorded"]
     return "\n".join(lines)
+
+
+def _memory_lines(m: MemorySummary | None) -> list[str]:
+    """The memory section (lightx2v.trace_summary.memory); one line saying how to record it when absent."""
+    if m is None:
+        return ["", f"Memory: {MEMORY_HINT}"]
+    lines = []
+    for d in m.devices:
+        where = ""
+        step = next((s for s in d.steps if s.name == d.peak_step), None)
+        if step is not None:
+            where = f" in {step.name} (+{_ms(d.peak_allocated_at_us - step.start_us)} ms)"
+        reserved = (f", peak reserved {format_bytes(d.peak_reserved_bytes)}" if d.peak_reserved_bytes is not None
+                    else "")
+        lines += ["", f"Memory {d.device}: peak allocated {format_bytes(d.peak_allocated_bytes)}{where}{reserved}; "
+                      f"{d.allocations:,} allocations, {format_bytes(d.allocated_bytes)} in all"]
+        if d.out_of_memory_events:
+            lines.append(f"  !! {d.out_of_memory_events} out-of-memory event(s) on {d.device}")
+        lines.append(f"  {'step':<20} {'allocated at start':>18} {'at end':>10} {'growth':>10} {'peak alloc':>11} "
+                     f"{'peak reserved':>13}")
+        shown = d.steps if len(d.steps) <= MAX_STEP_ROWS else d.steps[:MAX_STEP_ROWS - 2] + d.steps[-2:]
+        for i, s in enumerate(shown):
+            if len(shown) < len(d.steps) and i == MAX_STEP_ROWS - 2:
+                lines.append(f"  ... {len(d.steps) - len(shown)} more steps ...")
+            growth = ("+" if s.growth_bytes > 0 else "-" if s.growth_bytes < 0 else "") + format_bytes(
+                abs(s.growth_bytes))
+            lines.append(f"  {_cut(s.name, 20):<20} {format_bytes(s.allocated_start_bytes):>18} "
+                         f"{format_bytes(s.allocated_end_bytes):>10} {growth:>10} "
+                         f"{format_bytes(s.peak_allocated_bytes):>11} {format_bytes(s.peak_reserved_bytes):>13}"
+                         + ("  grew" if s.grew else ""))
+        grew = [s for s in d.steps if s.grew]
+        rule = f"the leak threshold: a step that keeps {format_bytes(d.leak_threshold_bytes)} or more"
+        if d.leak:
+            mean = sum(s.growth_bytes for s in grew) // len(grew)
+            lines.append(f"  !! LEAK: allocated memory grows in {len(grew)} of {len(d.steps)} steps (+"
+                         f"{format_bytes(mean)} per step on average; {rule}): something keeps tensors across steps")
+        elif grew:
+            lines.append(f"  note: {grew[0].name} kept +{format_bytes(grew[0].growth_bytes)} ({rule}); a leak if it "
+                         f"repeats: capture {LEAK_MIN_STEPS} or more steps to tell")
+        else:
+            lines.append(f"  no step grew ({rule})")
+        if d.top_ops:
+            lines += [f"  Top {len(d.top_ops)} ops by bytes allocated (self: in the op itself; live: not freed at "
+                      "the peak)",
+                      f"  {'self':>10} {'with children':>14} {'live at peak':>13} {'allocs':>7}  op"]
+        for op in d.top_ops:
+            lines.append(f"  {format_bytes(op.self_bytes):>10} {format_bytes(op.total_bytes):>14} "
+                         f"{format_bytes(op.live_at_peak_bytes):>13} {op.allocations:>7}  {_cut(op.name, NAME_WIDTH)}")
+        if d.unattributed_bytes:
+            lines.append(f"  {format_bytes(d.unattributed_bytes)} allocated outside any CPU op")
+    for snap in m.snapshots:
+        source = ("from the allocator's history" if snap.source == "device_traces"
+                  else "no history recorded: the blocks live when the snapshot was taken")
+        held = ", ".join(f"{format_bytes(site.bytes)} at {site.location} {site.function}" for site in snap.sites[:3])
+        other = f"{', ' if held else ''}{format_bytes(snap.other_bytes)} elsewhere" if snap.other_bytes else ""
+        device = f"cuda:{snap.device}" if snap.device is not None else "cuda"
+        lines += ["", f"Memory snapshot {device} ({source}; {os.path.basename(snap.file)}): peak "
+                      f"{format_bytes(snap.peak_bytes)}: {held}{other}",
+                  f"  {'bytes':>10} {'blocks':>7}  where (innermost frame in your code)"]
+        for site in snap.sites:
+            lines.append(f"  {format_bytes(site.bytes):>10} {site.blocks:>7}  {site.location} "
+                         f"{_cut(site.function, 40)}")
+    return lines
 
 
 def skipped_line(s: SkippedEvents) -> str:

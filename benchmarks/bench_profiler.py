@@ -37,13 +37,13 @@ from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchT
 
 
 class SameSignatureDoingNothing:
-    """The floor for any context with the spec's signature: binding 13 keyword parameters, enter, exit, call."""
+    """The floor for any context with the spec's signature: binding 14 keyword parameters, enter, exit, call."""
 
     __slots__ = ("name",)
 
     def __init__(self, name=None, *, profile_format="tensorboard", tb_dir=None, chrome_path=None, wait=1, warmup=3,
                  active=1, with_stack=False, tensorboard_port=16006, use_gzip=False, record_shapes=False,
-                 profile_memory=False, with_flops=False):
+                 profile_memory=False, with_flops=False, memory_snapshot=False):
         self.name = name
 
     def __enter__(self):

@@ -127,9 +127,9 @@ class TorchTraceProfileConfig:
     profile_memory: bool = False
     """Record tensor allocations and frees (``[memory]`` events: the running totals per device)."""
     memory_snapshot: bool = False
-    """CUDA only: record the allocator's history over the active calls and write what was live, with the Python
-    stack that allocated it, as ``rank<R>_<host>.memory_snapshot.pickle`` beside the trace (``LIGHTX2V_TORCH_PROFILE_
-    MEMORY_SNAPSHOT`` replaces it). Answers "what holds the peak"; on a CPU it says so once and the capture goes on."""
+    """CUDA only: record the allocator's history over the active calls and write it, with the Python stack of
+    each allocation, as ``rank<R>_<host>.memory_snapshot.pickle`` beside the trace: what holds the peak.
+    ``ENV_MEMORY_SNAPSHOT`` replaces it. On a CPU it says "CUDA only" once and the capture goes on."""
     with_flops: bool = False
     """Estimate FLOPs of matrix multiplications and convolutions."""
     exported_chrome_path: str = dataclasses.field(default="", init=False, compare=False, repr=False)

@@ -39,10 +39,11 @@ def documented_snapshot() -> dict:
     frames = [{"filename": "/app/model.py", "line": 120, "name": "load_weights"}]
     return {
         "segments": [{"device": 0, "address": 1 << 32, "total_size": 2 << 20, "stream": 0, "segment_type": "large",
-                      "allocated_size": 1 << 20, "active_size": 1 << 20,
-                      "blocks": [{"size": 1 << 20, "requested_size": 1000000, "state": "active_allocated",
-                                  "frames": frames},
-                                 {"size": 1 << 20, "requested_size": 0, "state": "inactive", "frames": []}]}],
+                      "segment_pool_id": (0, 0), "allocated_size": 1 << 20, "active_size": 1 << 20,
+                      "blocks": [{"size": 1 << 20, "requested_size": 1000000, "address": 1 << 32,
+                                  "state": "active_allocated", "frames": frames},
+                                 {"size": 1 << 20, "requested_size": 0, "address": (1 << 32) + (1 << 20),
+                                  "state": "inactive", "frames": []}]}],
         "device_traces": [[{"action": "alloc", "addr": 1 << 32, "size": 1 << 20, "stream": 0, "frames": frames,
                             "time_us": 1}]],
     }
@@ -192,3 +193,15 @@ def test_a_snapshot_failure_is_reported_and_the_result_and_trace_kept(tmp_path, 
 def test_off_by_default_nothing_is_recorded(tmp_path, allocator):
     TorchTraceProfileContext("plain", tb_dir="tb", wait=0, warmup=0, active=1).run(lambda: 1)
     assert allocator.events == []
+
+
+def test_the_summary_reads_the_snapshot_the_capture_wrote(tmp_path, allocator):
+    """Writer and reader agree on the name and the place: the stack's summary of the trace finds the snapshot
+    beside it and names the user's line that holds the peak."""
+    from lightx2v.trace_summary import summarize_paths
+
+    TorchTraceProfileContext("both", tb_dir="tb", wait=0, warmup=0, active=1, memory_snapshot=True).run(lambda: 1)
+    (trace,) = TorchTraceProfiler.last_capture().trace_paths
+    (run,) = summarize_paths([trace], top=5)
+    (snap,) = run.ranks[0].memory.snapshots
+    assert snap.peak_bytes == 1 << 20 and snap.sites[0].function == "load_weights" and snap.sites[0].line == 120

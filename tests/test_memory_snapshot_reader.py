@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from lightx2v.trace_summary import write_capture_summary
 from lightx2v.trace_summary.analyze import analyze_trace
 from lightx2v.trace_summary.render import render_rank
 from lightx2v.trace_summary.snapshot import SnapshotError, read_snapshot, user_frame
@@ -127,6 +128,10 @@ def test_the_summary_finds_each_ranks_snapshot_beside_its_trace(tmp_path):
     assert ("Memory snapshot cuda:0 (from the allocator's history; rank0_node7.memory_snapshot.pickle): peak "
             "39.7 GB: 33.3 GB at models/model.py:120 load_weights, 5.4 GB at models/transformer.py:87 attn, "
             "1.1 GB elsewhere") in proc.stdout
+    lines = write_capture_summary(str(tmp_path / "rank0_node7.pt.trace.json"))  # the capture log and .summary.txt
+    assert ("memory snapshot cuda:0: peak 39.7 GB: 33.3 GB at models/model.py:120 load_weights, 5.4 GB at "
+            "models/transformer.py:87 attn") in lines
+    assert "Memory snapshot cuda:0" in (tmp_path / "rank0_node7.pt.trace.json.summary.txt").read_text()
 
 
 class _Boom:

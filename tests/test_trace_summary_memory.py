@@ -216,6 +216,7 @@ def test_malformed_memory_args_are_reported_like_other_malformed_events(tmp_path
         {**mem(7, 1, 1, 1, 1), "args": [1, 2]},
         {**mem(8, 1, 1, 1, 1), "ts": "soon"},
         {**mem(9, 1, 1, 1, 1), "args": {**mem(9, 1, 1, 1, 1)["args"], "Total Allocated": 1.5}},
+        {**mem(10, 1, 1, 1, 1), "args": {**mem(10, 1, 1, 1, 1)["args"], "Addr": 1 << 64}},  # beyond 64 bits
     ]
     clean = analyze_trace(str(write_json(tmp_path / "clean.pt.trace.json", trace_doc(good))))
     r = analyze_trace(str(write_json(tmp_path / "bad.pt.trace.json", trace_doc(good + bad))))
@@ -224,7 +225,8 @@ def test_malformed_memory_args_are_reported_like_other_malformed_events(tmp_path
                    ("args.Addr", "missing"): (1, "[memory]", True),
                    ("args", "not an object"): (1, "[memory]", True),
                    ("ts", "not a number"): (1, "[memory]", True),
-                   ("args.Total Allocated", "not an integer"): (1, "[memory]", True)}
+                   ("args.Total Allocated", "not an integer"): (1, "[memory]", True),
+                   ("args.Addr", "out of range"): (1, "[memory]", True)}
     assert r.memory == clean.memory  # left out, never counted
     text = render_rank(r)
     assert "skipped   1 event whose args.Bytes is not an integer (e.g. [memory])" in text

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from ..fileio import write_atomically
 from .analyze import analyze_trace
-from .memory import log_lines as memory_log_lines
-from .model import RankSummary
+from .model import MemorySummary, RankSummary
 from .names import cut
-from .render import render_rank
+from .render import format_bytes, render_rank
 
 LOG_TOP = 3
 LOG_NAME_WIDTH = 60
@@ -22,7 +21,8 @@ SUMMARY_SUFFIX = ".summary.txt"
 
 
 def write_capture_summary(trace_path: str) -> list[str]:
-    """Summarize one freshly written trace; returns 3-6 lines (step, top kernels or CPU ops, report path)."""
+    """Summarize one freshly written trace; returns 3-6 lines (step, top kernels or CPU ops, report path), plus
+    one per device with memory events (its peak, a leak) and per memory snapshot (what holds its peak)."""
     summary = analyze_trace(trace_path)
     out_path = trace_path + SUMMARY_SUFFIX
     write_atomically(out_path, render_rank(summary) + "\n")
@@ -52,6 +52,24 @@ def log_lines(r: RankSummary, out_path: str) -> list[str]:
         for op in r.top_cpu_ops[:LOG_TOP]:
             lines.append(f"  {op.pct_of_cpu_self:5.1f}% {op.self_us / 1000:9.3f} ms x{op.calls:<5} "
                          f"{cut(op.name, LOG_NAME_WIDTH)}")
-    lines += memory_log_lines(r.memory)
+    lines += _memory_lines(r.memory)
     lines.append(f"summary: {out_path}")
+    return lines
+
+
+def _memory_lines(m: MemorySummary | None) -> list[str]:
+    """One line per device with memory events (its peak, a leak) and per snapshot (what holds its peak)."""
+    if m is None:
+        return []
+    lines = []
+    for d in m.devices:
+        line = f"memory {d.device}: peak allocated {format_bytes(d.peak_allocated_bytes)}" + (
+            f" in {d.peak_step}" if d.peak_step else "")
+        if d.leak:
+            line += f" - LEAK: allocated grows in {sum(1 for s in d.steps if s.grew)} of {len(d.steps)} steps"
+        lines.append(line)
+    for snap in m.snapshots:
+        held = ", ".join(f"{format_bytes(site.bytes)} at {site.location} {site.function}" for site in snap.sites[:2])
+        lines.append(f"memory snapshot cuda:{snap.device}: peak {format_bytes(snap.peak_bytes)}"
+                     + (f": {held}" if held else ""))
     return lines

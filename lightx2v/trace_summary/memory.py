@@ -23,8 +23,8 @@ import sys
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
-from itertools import islice
-from operator import le
+from itertools import accumulate, compress, islice, repeat
+from operator import add, le, lt
 from typing import Any
 
 from . import snapshot
@@ -62,16 +62,24 @@ def device_label(device_type: int, device_id: int) -> str:
 
 
 class MemoryEvents:
-    """The ``[memory]`` events of one trace as arrays (56 bytes an event), filled by ``feed`` in file order."""
+    """The ``[memory]`` events of one trace as arrays (56 bytes an event), filled by ``feed`` in file order.
+
+    ``feed`` appends to two arrays (the timestamps, and six integers an event interleaved: one C call each);
+    ``finish`` splits the integers into the named arrays below, by C-level strided slices.
+    """
+
+    FIELDS = ("thread", "device", "nbytes", "allocated", "reserved", "addr")
 
     def __init__(self, malformed: Callable[[str, str, bool, Any], None]):
         """``malformed(field, problem, dropped, name)``: how an event left out is counted (analyze's table)."""
         self.ts = array("d")
-        self.thread = array("l")  # index into ``threads``
-        self.device = array("l")  # index into ``devices``
+        self._ints = array("q")  # per event: thread, device, Bytes, Total Allocated, Total Reserved (-1: none), Addr
+        self._add_ts, self._add_ints = self.ts.append, self._ints.extend
+        self.thread = array("q")  # index into ``threads``
+        self.device = array("q")  # index into ``devices``
         self.nbytes = array("q")
         self.allocated = array("q")
-        self.reserved = array("q")  # -1: not recorded
+        self.reserved = array("q")
         self.addr = array("q")
         self.threads: dict[tuple[Any, Any], int] = {}
         self.devices: dict[tuple[int, int], int] = {}  # (Device Type, Device Id) -> index
@@ -94,29 +102,34 @@ class MemoryEvents:
             nbytes, total, addr = args["Bytes"], args["Total Allocated"], args["Addr"]  # type: ignore[index]
             device = (args["Device Type"], args["Device Id"])  # type: ignore[index]
             reserved = args.get("Total Reserved", -1)  # type: ignore[union-attr]
-            thread = self.threads.get((ev.get("pid"), ev.get("tid")))
+            key = (ev.get("pid"), ev.get("tid"))
+            thread = self.threads.get(key)
             d = self.devices.get(device)
         except (KeyError, TypeError, AttributeError):
             self._reject(ev)
             return
         if (ts.__class__ not in _NUMBER_TYPES or not -_FLOAT_MAX <= ts <= _FLOAT_MAX  # type: ignore[operator]
                 or nbytes.__class__ is not int or total.__class__ is not int or addr.__class__ is not int
-                or device[0].__class__ is not int or device[1].__class__ is not int
-                or reserved.__class__ is not int or not -_INT64 <= addr < _INT64
-                or not -_INT64 <= nbytes < _INT64 or not -_INT64 <= total < _INT64 or not reserved < _INT64):
+                or device[0].__class__ is not int or device[1].__class__ is not int or reserved.__class__ is not int):
             self._reject(ev)
             return
         if thread is None:
-            thread = self.threads[(ev.get("pid"), ev.get("tid"))] = len(self.threads)
+            thread = self.threads[key] = len(self.threads)
         if d is None:
             d = self.devices[device] = len(self.devices)
-        self.ts.append(ts)  # type: ignore[arg-type]
-        self.thread.append(thread)
-        self.device.append(d)
-        self.nbytes.append(nbytes)
-        self.allocated.append(total)
-        self.reserved.append(reserved if reserved >= 0 else -1)
-        self.addr.append(addr)
+        n = len(self._ints)
+        try:
+            self._add_ints((thread, d, nbytes, total, reserved, addr))
+        except OverflowError:  # an integer beyond 64 bits: no allocator total
+            del self._ints[n:]
+            self._reject(ev)
+            return
+        self._add_ts(ts)  # type: ignore[arg-type]
+
+    def finish(self) -> None:
+        """Split the interleaved integers into ``thread``, ``device``, ``nbytes``, ... (after the last ``feed``)."""
+        for k, field in enumerate(self.FIELDS):
+            setattr(self, field, self._ints[k::len(self.FIELDS)])
 
     def _out_of_memory(self, ev: dict[str, Any]) -> None:
         args = ev.get("args")
@@ -162,6 +175,7 @@ def summarize(events: MemoryEvents, steps: Sequence[StepStats], op_threads: dict
     ``op_*``: the analysis' CPU ops (thread index by ``op_threads``' (pid, tid) keys, name id, start, duration).
     ``steps``: the trace's steps; a single step without a number ("(whole trace)") covers every event.
     """
+    events.finish()
     n = len(events)
     if not n:
         return []
@@ -192,23 +206,23 @@ def _step_windows(steps: Sequence[StepStats]) -> list[tuple[StepStats, float, fl
 
 
 class _Attribution:
-    """Which ``cpu_op`` each allocation belongs to, from one sweep per thread over its ops (in (start, -duration)
-    order) and its allocations (in time order).
+    """Which ``cpu_op`` each allocation belongs to, and each op name's bytes "with children", per thread.
 
-    ``inner[i]``: the innermost op enclosing event ``i`` on its thread (-1: none). For the ops the sweep passed:
-    ``parent`` (the enclosing op, -1 at the top), ``outermost`` (no enclosing op of the same name: where "with
-    children" is counted, so a name nested in itself counts once) and ``passed`` in sweep order (parents before
-    children). Arrays, not per-event objects: a few bytes an event.
+    ``inner[i]``: the innermost op enclosing event ``i`` on its thread (-1: none), i.e. of the ops whose span holds
+    its timestamp, the one that started last. ``with_children[(device index, name id)]``: the bytes allocated
+    inside the spans of that name's ops (a prefix sum over the thread's allocations between the op's start and
+    end; an op nested in an op of its own name is not counted again).
+
+    Cost: the per-op work is C-level (``map`` of ``bisect`` over the op starts and ends, ``compress``); Python
+    loops run over the allocations and the few ops that hold one (most ops are views and bookkeeping).
     """
 
     def __init__(self, events: MemoryEvents, order: Sequence[int], op_threads: dict[tuple[Any, Any], int],
                  op_thread: Sequence[int], op_name: Sequence[int], op_ts: Sequence[float],
                  op_dur: Sequence[float]):
-        nbytes, thread, ts = events.nbytes, events.thread, events.ts
+        nbytes, thread = events.nbytes, events.thread
         self.inner = array("l", [-1]) * len(events)
-        self.parent: dict[int, int] = {}
-        self.outermost: set[int] = set()
-        self.passed: list[int] = []
+        self.with_children: dict[tuple[int, int], int] = {}
         to_op_thread = {m: op_threads.get(key, -1) for key, m in events.threads.items()}
         allocs_by_thread: dict[int, list[int]] = {}
         for i in order:
@@ -216,59 +230,69 @@ class _Attribution:
                 t = to_op_thread[thread[i]]
                 if t >= 0:
                     allocs_by_thread.setdefault(t, []).append(i)
-        if not allocs_by_thread:
-            return
-        ops_by_thread: dict[int, list[int]] = {t: [] for t in allocs_by_thread}
-        for j, t in enumerate(op_thread):
-            ops = ops_by_thread.get(t)
-            if ops is not None:
-                ops.append(j)
         for t, allocs in allocs_by_thread.items():
-            self._sweep(ops_by_thread[t], allocs, ts, op_name, op_ts, op_dur)
+            if len(op_threads) == 1:
+                ops: Sequence[int] = range(len(op_ts))
+                starts, durs = op_ts, op_dur
+            else:
+                ops = [j for j, x in enumerate(op_thread) if x == t]
+                starts, durs = [op_ts[j] for j in ops], [op_dur[j] for j in ops]
+            if not _in_op_order(starts, durs):
+                ops = sorted(ops, key=lambda j: (op_ts[j], -op_dur[j]))  # parents before the children they hold
+                starts, durs = [op_ts[j] for j in ops], [op_dur[j] for j in ops]
+            self._thread(events, allocs, ops, starts, durs, op_name)
 
-    def _sweep(self, ops: list[int], allocs: list[int], ts: Sequence[float], op_name: Sequence[int],
-               op_ts: Sequence[float], op_dur: Sequence[float]) -> None:
-        if not all(op_ts[a] < op_ts[b] or (op_ts[a] == op_ts[b] and op_dur[a] >= op_dur[b])
-                   for a, b in zip(ops, islice(ops, 1, None), strict=False)):
-            ops.sort(key=lambda j: (op_ts[j], -op_dur[j]))
-        inner, parent, outermost, passed = self.inner, self.parent, self.outermost, self.passed
-        stack: list[int] = []
-        ends: list[float] = []
-        open_names: dict[int, int] = {}  # name id -> ops of that name on the stack
-        k, n_ops = 0, len(ops)
-        for i in allocs:
-            at = ts[i]
-            while k < n_ops and op_ts[ops[k]] <= at:
-                j = ops[k]
-                start = op_ts[j]
-                while ends and ends[-1] <= start:
-                    ends.pop()
-                    open_names[op_name[stack.pop()]] -= 1
-                name = op_name[j]
-                depth = open_names.get(name, 0)
-                if not depth:
-                    outermost.add(j)
-                open_names[name] = depth + 1
-                parent[j] = stack[-1] if stack else -1
-                passed.append(j)
-                stack.append(j)
-                ends.append(start + op_dur[j])
-                k += 1
-            while ends and ends[-1] < at:
-                ends.pop()
-                open_names[op_name[stack.pop()]] -= 1
-            if stack:
-                inner[i] = stack[-1]
+    def _thread(self, events: MemoryEvents, allocs: list[int], ops: Sequence[int], starts: Sequence[float],
+                durs: Sequence[float], op_name: Sequence[int]) -> None:
+        ts, nbytes, device = events.ts, events.nbytes, events.device
+        at = [ts[i] for i in allocs]
+        ends = list(map(add, starts, durs))
+        first = list(map(bisect_left, repeat(at), starts))  # the first allocation at or after each op's start
+        at_or_end = [*at, float("inf")]
+        holding = list(compress(range(len(starts)), map(le, map(at_or_end.__getitem__, first), ends)))
+        h_start, h_end = [starts[k] for k in holding], [ends[k] for k in holding]
+        h_first = [first[k] for k in holding]  # allocations inside holding op k: at[h_first[k]:h_past[k]]
+        h_past = list(map(bisect_right, repeat(at), h_end))
+        inner = self.inner
+        for i, t in zip(allocs, at, strict=True):
+            p = bisect_right(h_start, t) - 1
+            while p >= 0 and h_end[p] < t:  # an earlier sibling: walk back to the op that holds t
+                p -= 1
+            if p >= 0:
+                inner[i] = ops[holding[p]]
+        with_children = self.with_children
+        for d in set(device[i] for i in allocs):
+            prefix = [0, *accumulate(nbytes[i] if device[i] == d else 0 for i in allocs)]
+            open_until: dict[int, float] = {}  # name id -> end of its outermost op seen so far
+            for k, start, end, lo, hi in zip(holding, h_start, h_end, h_first, h_past, strict=True):
+                name = op_name[ops[k]]
+                if start < open_until.get(name, float("-inf")):
+                    continue  # nested in an op of the same name: already counted there
+                open_until[name] = end
+                b = prefix[hi] - prefix[lo]
+                if b:
+                    with_children[(d, name)] = with_children.get((d, name), 0) + b
+
+
+def _in_op_order(starts: Sequence[float], durs: Sequence[float]) -> bool:
+    """Whether ops are in (start, -duration) order, as kineto writes them: C-level checks, ties looked at only
+    when there are any."""
+    if all(map(lt, starts, islice(starts, 1, None))):
+        return True
+    if not all(map(le, starts, islice(starts, 1, None))):
+        return False
+    return all(starts[k] < starts[k + 1] or durs[k] >= durs[k + 1] for k in range(len(starts) - 1))
 
 
 def _device(events: MemoryEvents, key: tuple[int, int], idx: list[int], owners: _Attribution,
             windows: list[tuple[StepStats, float, float]], op_name: Sequence[int], op_names: Sequence[str],
             top: int) -> DeviceMemory:
     dtype, did = key
-    ts = [events.ts[i] for i in idx]
-    nbytes = [events.nbytes[i] for i in idx]
-    alloc = [events.allocated[i] for i in idx]
-    reserved = [events.reserved[i] for i in idx]
+    if len(idx) == len(events) and idx[-1] == len(idx) - 1:  # one device, in file order: the arrays as they are
+        ts, nbytes, alloc, reserved = events.ts, events.nbytes, events.allocated, events.reserved
+    else:
+        ts, nbytes = array("d", [events.ts[i] for i in idx]), array("q", [events.nbytes[i] for i in idx])
+        alloc, reserved = array("q", [events.allocated[i] for i in idx]), array("q", [events.reserved[i] for i in idx])
     has_reserved = max(reserved) > 0  # the CPU allocator records 0 (no cache)
     peak = max(alloc)
     p = alloc.index(peak)
@@ -294,7 +318,7 @@ def _device(events: MemoryEvents, key: tuple[int, int], idx: list[int], owners: 
     if len(windows) == 1 and windows[0][0].number is None:
         step_rows[0].start_us = ts[0]
 
-    top_ops, unattributed = _top_ops(idx, nbytes, p, events.addr, owners, op_name, op_names, top)
+    top_ops, unattributed = _top_ops(events.devices[key], idx, nbytes, p, events.addr, owners, op_name, op_names, top)
     allocations = [b for b in nbytes if b > 0]
     return DeviceMemory(
         device=device_label(dtype, did), device_type=dtype, device_id=did if did >= 0 else None, events=len(idx),
@@ -306,7 +330,7 @@ def _device(events: MemoryEvents, key: tuple[int, int], idx: list[int], owners: 
         curve=_curve(ts, alloc, reserved if has_reserved else None, p))
 
 
-def _top_ops(idx: list[int], nbytes: list[int], p: int, addr: Sequence[int], owners: _Attribution,
+def _top_ops(device: int, idx: list[int], nbytes: Sequence[int], p: int, addr: Sequence[int], owners: _Attribution,
              op_name: Sequence[int], op_names: Sequence[str], top: int) -> tuple[list[MemoryOp], int]:
     """Ops by self bytes, with their inclusive bytes and what of their allocations is live at the peak ``p``."""
     inner = owners.inner
@@ -336,19 +360,7 @@ def _top_ops(idx: list[int], nbytes: list[int], p: int, addr: Sequence[int], own
         else:
             entry[0] += calls[j]
             entry[1] += b
-    with_children = dict(per_op)  # op index -> bytes allocated in it and its children
-    parent = owners.parent
-    for j in reversed(owners.passed):  # children before their parents
-        held = with_children.get(j)
-        if held:
-            up = parent[j]
-            if up >= 0:
-                with_children[up] = with_children.get(up, 0) + held
-    total_bytes: dict[int, int] = {}
-    outermost = owners.outermost
-    for j, b in with_children.items():
-        if j in outermost:
-            total_bytes[op_name[j]] = total_bytes.get(op_name[j], 0) + b
+    total_bytes = {name: b for (d, name), b in owners.with_children.items() if d == device}
     live_by_name: dict[int, int] = {}
     for j, b in live.values():
         if j >= 0:
@@ -362,7 +374,7 @@ def _top_ops(idx: list[int], nbytes: list[int], p: int, addr: Sequence[int], own
             for n_id in ranked], unattributed
 
 
-def _curve(ts: list[float], alloc: list[int], reserved: list[int] | None, p: int) -> MemoryCurve:
+def _curve(ts: Sequence[float], alloc: Sequence[int], reserved: Sequence[int] | None, p: int) -> MemoryCurve:
     """Every point when they fit; else each of CURVE_POINTS // 2 time buckets' lowest and highest points."""
     n = len(ts)
     if n <= CURVE_POINTS:
@@ -399,24 +411,3 @@ def section(trace_path: str, rank: int | None, notes: list[str], devices: list[D
             notes.append(f"memory snapshot left out: {exc}")
     return MemorySummary(devices=devices, snapshots=snapshots) if devices or snapshots else None
 
-
-def log_lines(m: MemorySummary | None) -> list[str]:
-    """One line per device (and snapshot) for the capture log: the peak, and a leak when there is one."""
-    if m is None:
-        return []
-    lines = []
-    for d in m.devices:
-        line = f"memory {d.device}: peak allocated {_gib(d.peak_allocated_bytes)}" + (
-            f" in {d.peak_step}" if d.peak_step else "")
-        if d.leak:
-            grew = sum(1 for s in d.steps if s.grew)
-            line += f" - LEAK: allocated grows in {grew} of {len(d.steps)} steps"
-        lines.append(line)
-    for s in m.snapshots:
-        where = ", ".join(f"{_gib(site.bytes)} at {site.location} {site.function}" for site in s.sites[:2])
-        lines.append(f"memory snapshot cuda:{s.device}: peak {_gib(s.peak_bytes)}" + (f": {where}" if where else ""))
-    return lines
-
-
-def _gib(n: int | None) -> str:
-    return "-" if n is None else f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"

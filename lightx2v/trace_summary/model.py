@@ -173,7 +173,7 @@ class DeviceMemory:
     leak_threshold_bytes: int  # a step grows "too much" at or above this (memory.leak_threshold)
     leak: bool  # at least LEAK_MIN_STEPS steps grew by the threshold or more
     steps: list[StepMemory]
-    top_ops: list[MemoryOp]  # by self bytes
+    top_ops: list[MemoryOp]  # by self bytes, then with children
     unattributed_bytes: int  # allocated outside any cpu_op (e.g. by the allocator on another thread)
     out_of_memory_events: int  # [OutOfMemory] events on this device
     curve: MemoryCurve

@@ -158,14 +158,15 @@ def _memory_lines(m: MemorySummary | None) -> list[str]:
                          f"{format_bytes(s.peak_allocated_bytes):>11} {format_bytes(s.peak_reserved_bytes):>13}"
                          + ("  grew" if s.grew else ""))
         grew = [s for s in d.steps if s.grew]
-        rule = f"the leak threshold: a step that keeps {format_bytes(d.leak_threshold_bytes)} or more"
+        rule = f"a step is flagged when it keeps {format_bytes(d.leak_threshold_bytes)} or more"
         if d.leak:
             mean = sum(s.growth_bytes for s in grew) // len(grew)
-            lines.append(f"  !! LEAK: allocated memory grows in {len(grew)} of {len(d.steps)} steps (+"
-                         f"{format_bytes(mean)} per step on average; {rule}): something keeps tensors across steps")
+            lines += [f"  !! LEAK: allocated memory grows in {len(grew)} of {len(d.steps)} steps (+"
+                      f"{format_bytes(mean)} per step on average)",
+                      f"     something keeps tensors across steps ({rule})"]
         elif grew:
-            lines.append(f"  note: {grew[0].name} kept +{format_bytes(grew[0].growth_bytes)} ({rule}); a leak if it "
-                         f"repeats: capture {LEAK_MIN_STEPS} or more steps to tell")
+            lines += [f"  note: {grew[0].name} kept +{format_bytes(grew[0].growth_bytes)}: a leak if it repeats; "
+                      f"capture {LEAK_MIN_STEPS} or more steps to tell", f"     ({rule})"]
         else:
             lines.append(f"  no step grew ({rule})")
         if d.top_ops:

@@ -6,6 +6,9 @@
    ``tensorboard_trace_handler`` on the same workload, alternating A/B. Goal <= 1.05x. The first capture of the
    process (profiler and, on CUDA, CUPTI start) is timed apart and left out of the ratio.
 
+3. ``--memory``: only the cost of ``profile_memory=True``: one capture through the module with it against one
+   without, same workload, alternating; on CUDA also with ``memory_snapshot=True`` (the allocator's history).
+
 ``--json PATH`` writes every figure; ``--trace_dir DIR`` keeps the traces (default: a temporary directory).
 
     python benchmarks/bench_profiler.py                         # CPU, small DiT-like stack
@@ -34,13 +37,13 @@ from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchT
 
 
 class SameSignatureDoingNothing:
-    """The floor for any context with the spec's signature: binding 13 keyword parameters, enter, exit, call."""
+    """The floor for any context with the spec's signature: binding 14 keyword parameters, enter, exit, call."""
 
     __slots__ = ("name",)
 
     def __init__(self, name=None, *, profile_format="tensorboard", tb_dir=None, chrome_path=None, wait=1, warmup=3,
                  active=1, with_stack=False, tensorboard_port=16006, use_gzip=False, record_shapes=False,
-                 profile_memory=False, with_flops=False):
+                 profile_memory=False, with_flops=False, memory_snapshot=False):
         self.name = name
 
     def __enter__(self):
@@ -149,9 +152,9 @@ class DiTStack(torch.nn.Module):
         return x
 
 
-def capture_module(model, x, log_dir: str) -> None:
+def capture_module(model, x, log_dir: str, **settings) -> None:
     TorchTraceProfiler.reset_session()
-    with TorchTraceProfileContext("bench", tb_dir=log_dir) as p:
+    with TorchTraceProfileContext("bench", tb_dir=log_dir, **settings) as p:
         p.run(model, x)
 
 
@@ -208,6 +211,47 @@ def capture_ratio(args) -> tuple[list[float], list[float], int, float]:
     return bare, ours, kernels, first
 
 
+def trace_bytes(log_dir: str) -> int:
+    return sum(p.stat().st_size for p in Path(log_dir).rglob("*.pt.trace.json*") if not p.name.endswith(".txt"))
+
+
+def memory_cost(args) -> dict[str, dict[str, list]]:
+    """{arm: {"seconds": [...], "bytes": [...]}} of one capture per round and arm, the arms' order alternating:
+    profile_memory off, on, and on CUDA on + memory_snapshot."""
+    device = torch.device(args.device)
+    torch.manual_seed(0)
+    model = DiTStack(args.dim, args.layers, args.heads).to(device, getattr(torch, args.dtype))
+    x = torch.randn(1, args.seq, args.dim, device=device, dtype=getattr(torch, args.dtype))
+    arms = {"off": {}, "profile_memory": {"profile_memory": True}}
+    if device.type == "cuda":
+        arms["profile_memory + memory_snapshot"] = {"profile_memory": True, "memory_snapshot": True}
+    figures: dict[str, dict[str, list]] = {arm: {"seconds": [], "bytes": []} for arm in arms}
+    keep = contextlib.nullcontext(args.trace_dir) if args.trace_dir else tempfile.TemporaryDirectory()
+    with keep as tmp, contextlib.redirect_stderr(open(os.devnull, "w")):
+        capture_module(model, x, os.path.join(tmp, "warm"))  # the process's first profiler start, left out
+        for i in range(args.rounds):
+            for n, (arm, settings) in enumerate(list(arms.items())[:: 1 if i % 2 else -1]):
+                log_dir = os.path.join(tmp, f"r{i}_{n}")
+                start = time.perf_counter()
+                capture_module(model, x, log_dir, **settings)
+                figures[arm]["seconds"].append(time.perf_counter() - start)
+                figures[arm]["bytes"].append(trace_bytes(log_dir))
+    return figures
+
+
+def print_memory_cost(args, figures: dict[str, dict[str, list]]) -> None:
+    off = figures["off"]["seconds"]
+    print(f"torch {torch.__version__}, device {args.device}, {args.layers}x{args.dim} seq {args.seq} {args.dtype}, "
+          f"capture 1/3/1, {args.rounds} alternating rounds (best: the least disturbed by a loaded machine)")
+    print("| capture | median | best | ratio to off (median / best) | trace |")
+    print("|---|---|---|---|---|")
+    for arm, f in figures.items():
+        median, best = statistics.median(f["seconds"]), min(f["seconds"])
+        size = statistics.median(f["bytes"]) / 1e3
+        print(f"| {arm} | {median * 1e3:.0f} ms | {best * 1e3:.0f} ms | {median / statistics.median(off):.2f}x / "
+              f"{best / min(off):.2f}x | {size:.0f} KB |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -223,7 +267,15 @@ def main() -> None:
     parser.add_argument("--trace_dir", metavar="DIR", help="keep the captures' traces here")
     parser.add_argument("--against", metavar="FILE",
                         help="only time the steady state of this module against another copy of it (e.g. main's)")
+    parser.add_argument("--memory", action="store_true",
+                        help="only the capture's cost with profile_memory (and on CUDA memory_snapshot) vs without")
     args = parser.parse_args()
+    if args.memory:
+        figures = memory_cost(args)
+        print_memory_cost(args, figures)
+        if args.json:
+            Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
+        return
     if args.against:
         ours_ns, theirs_ns = steady_state_against(args.against, args.repeat, args.number)
         print(f"| steady-state call after the capture (new context each call) | {args.against} {theirs_ns:.0f} ns "

@@ -13,6 +13,8 @@ Steps (each a real process, as a user runs it):
 3. ``python -m lightx2v.trace_summary`` on step 2's trace: GPU busy per step, top kernels, idle gaps.
 4. ``python -m lightx2v.tensorboard`` on it: ``/runs`` lists it, overview device time, call stacks answer 200.
 5. torchrun, 2 ranks on the one GPU: NCCL when it allows two ranks per device, else gloo on CUDA tensors.
+6. memory: step 2's inference with ``--profile_memory --memory_snapshot``, then its summary: ``[memory]`` events,
+   peak allocated/reserved per device, the snapshot beside the trace (CUDA) and what holds the peak.
 
 On the CPU the same steps run at tiny sizes; what needs CUDA (kernels, device time, NCCL) is reported as skipped.
 A step whose tools are missing (e.g. no tensorboard) is SKIP with the reason, never a crash. Everything goes
@@ -31,6 +33,7 @@ import dataclasses
 import importlib.util
 import json
 import os
+import pickle
 import signal
 import socket
 import subprocess
@@ -55,7 +58,8 @@ from lightx2v.models.networks.qwen_image.config import QwenImageArch, forward_ma
 
 PLUGIN = "/data/plugin/pytorch_profiler"
 OPTIONAL = ("tqdm", "PIL", "orjson", "tensorboard", "torch_tb_profiler", "supervisor")
-STEP_NAMES = {1: "profiler capture", 2: "infer", 3: "trace_summary", 4: "tensorboard", 5: "torchrun 2 ranks"}
+STEP_NAMES = {1: "profiler capture", 2: "infer", 3: "trace_summary", 4: "tensorboard", 5: "torchrun 2 ranks",
+              6: "memory"}
 ARCHIVE_LIMIT = 15 * 2**20  # under the 16 MiB a file the device machine hands back
 
 # Sizes per mode. GPU: the DiT stack of /work/shared's H200 fixture (22 ms forward); 20 qwen-image blocks at
@@ -191,13 +195,7 @@ class GpuCheck:
                               "benchmarks/gpu_qwen_image.py instead (same runner, torch only)")
             return self.inference_in_process(step, folder, size)
         steps = size["steps"]
-
-        def cli_args(n: int) -> list[str]:
-            args = ["--preset", size["preset"], "--infer_steps", str(n), "--height", str(size["resolution"]),
-                    "--width", str(size["resolution"]), "--device", self.device]
-            args += ["--num_layers", str(size["num_layers"])] if size["num_layers"] else []
-            return args + ([] if self.cuda else ["--threads", "1"])
-
+        cli_args = self.infer_args
         one_step = None
         if self.cuda:  # the first step pays one-time setup (cuBLAS, attention kernels): a 1-step run measures it
             _, one_step = bench_infer.run_cli(folder / "one_step", *cli_args(1), "--no-profile",
@@ -237,6 +235,14 @@ class GpuCheck:
             "trace_bytes": self.trace.stat().st_size, "trace_stats": kernel_stats(str(self.trace)),
         }
         self.finish_inference(step, steps)
+
+    def infer_args(self, n: int) -> list[str]:
+        """`python -m lightx2v.infer` arguments of this mode's size, for `n` denoising steps."""
+        size = self.size["infer"]
+        args = ["--preset", size["preset"], "--infer_steps", str(n), "--height", str(size["resolution"]),
+                "--width", str(size["resolution"]), "--device", self.device]
+        args += ["--num_layers", str(size["num_layers"])] if size["num_layers"] else []
+        return args + ([] if self.cuda else ["--threads", "1"])
 
     def inference_in_process(self, step: Step, folder: Path, size: dict) -> None:
         argv = [sys.executable, str(REPO / "benchmarks" / "gpu_qwen_image.py"), "--preset", size["preset"],
@@ -419,6 +425,64 @@ class GpuCheck:
         else:
             step.notes.append("NCCL and kernels need CUDA: gloo on CPU only")
 
+    # --- 6. memory: profile_memory + memory_snapshot, then the summary ---------------------------------------
+
+    def memory(self, step: Step) -> None:
+        missing = [name for name, module in (("tqdm", "tqdm"), ("pillow", "PIL")) if not self.have[module]]
+        if missing:
+            step.status, step.figure = "SKIP", f"python -m lightx2v.infer needs {', '.join(missing)} (missing)"
+            return
+        from lightx2v.trace_summary.render import format_bytes
+
+        folder = self.work / "6_memory"
+        steps = self.size["infer"]["steps"]
+        _, prof = bench_infer.run_cli(folder / "infer", *self.infer_args(steps), "--profile", "--profile_memory",
+                                      "--memory_snapshot", timeout=self.remaining(300))
+        capture = prof["capture"] or {}
+        expect(not capture.get("error") and capture.get("trace_paths"), f"memory run captured no trace: {capture}")
+        trace = Path(capture["trace_paths"][0])
+        with open(trace) as f:
+            events = [e for e in json.load(f)["traceEvents"] if e.get("name") == "[memory]"]
+        devices = sorted({(e["args"].get("Device Type"), e["args"].get("Device Id")) for e in events})
+        expect(bool(events), f"no [memory] events in {trace}")
+        snapshots = sorted(trace.parent.glob("*.memory_snapshot.pickle"))
+        step.figures = {"trace": str(trace), "memory_events": len(events), "devices": devices,
+                        "denoise_s": prof["seconds"]["denoise"], "snapshots": [str(p) for p in snapshots]}
+        if self.cuda:
+            expect(len(snapshots) == 1, f"one memory snapshot expected beside {trace}, found {snapshots}")
+            with open(snapshots[0], "rb") as f:
+                snap = pickle.load(f)
+            live = sum(b["size"] for seg in snap["segments"] for b in seg["blocks"] if b["state"] == "active_allocated")
+            history = sum(len(t) for t in snap["device_traces"])
+            step.figures.update(snapshot_bytes=snapshots[0].stat().st_size, snapshot_segments=len(snap["segments"]),
+                                snapshot_live_bytes=live, snapshot_history_entries=history)
+            expect(history > 0, "the snapshot holds no allocator history (was recording on over the active calls?)")
+        else:
+            log = (folder / "infer" / "cli.log").read_text()
+            expect(snapshots == [] and "memory_snapshot: CUDA only" in log, "on a CPU: no snapshot and one 'CUDA "
+                   f"only' line expected; snapshots {snapshots}")
+            step.notes.append("the memory snapshot needs CUDA: the profiler said 'CUDA only' and captured on")
+        cli = [sys.executable, "-m", "lightx2v.trace_summary", str(trace)]
+        text = self.run(folder / "summary.log", cli, timeout=120)
+        js = self.run(folder / "summary_json.log", [*cli, "--json"], timeout=120)
+        expect(text.returncode == 0 and js.returncode == 0, f"trace_summary exit {text.returncode}/{js.returncode}: "
+                                                            f"{tail(text.stderr + js.stderr)}")
+        (folder / "summary.txt").write_text(text.stdout)
+        (folder / "summary.json").write_text(js.stdout)
+        memory = json.loads(js.stdout)["runs"][0]["ranks"][0].get("memory")
+        expect(bool(memory and memory.get("devices")), "the summary has no memory section for a profile_memory trace")
+        step.figures["summary"] = memory
+        parts = [f"{d['device']} peak {format_bytes(d['peak_allocated_bytes'])} allocated / "
+                 f"{format_bytes(d['peak_reserved_bytes'])} reserved ({d['peak_step'] or 'outside the steps'})"
+                 for d in memory["devices"]]
+        for snap_summary in memory.get("snapshots") or []:
+            sites = ", ".join(f"{format_bytes(s['bytes'])} at {s['location']} {s['function']}"
+                              for s in snap_summary["sites"][:3])
+            parts.append(f"snapshot peak {format_bytes(snap_summary['peak_bytes'])}: {sites or 'no user frames'}")
+        if self.cuda:
+            expect(bool(memory.get("snapshots")), "the summary did not read the memory snapshot")
+        step.figure = f"{len(events)} [memory] events; " + "; ".join(parts)
+
     # --- all ------------------------------------------------------------------------------------------------
 
     def run_all(self) -> int:
@@ -431,7 +495,7 @@ class GpuCheck:
             print("CPU mode: tiny sizes; kernels, device time, TFLOP/s of a GPU and NCCL need CUDA and are skipped",
                   flush=True)
         funcs = {1: self.profiler_capture, 2: self.inference, 3: self.trace_summary, 4: self.tensorboard,
-                 5: self.torchrun}
+                 5: self.torchrun, 6: self.memory}
         for number, name in STEP_NAMES.items():
             self.step(number, name, funcs[number])
         counts = {s: sum(1 for step in self.steps if step.status == s) for s in ("PASS", "FAIL", "SKIP")}
@@ -558,7 +622,7 @@ def main() -> int:
                    "output folder); the output folder then gets gpu_check.json, verdict.txt and "
                    "gpu_check_results.tar.gz of that new folder")
     p.add_argument("--budget_s", type=float, default=480, help="stop starting commands after this (default 480)")
-    p.add_argument("--steps", default="1,2,3,4,5", help="steps to run, e.g. 1,5 (default all)")
+    p.add_argument("--steps", default="1,2,3,4,5,6", help="steps to run, e.g. 1,5 (default all)")
     p.add_argument("--trace", help="steps 3 and 4 read this trace file instead of step 2's")
     p.add_argument("--assume_missing", default="", metavar="NAMES",
                    help=f"treat these of {','.join(OPTIONAL)} as not installed (rehearses the fallbacks)")
@@ -569,9 +633,9 @@ def main() -> int:
     try:
         steps = sorted({int(n) for n in args.steps.split(",") if n.strip()})
     except ValueError:
-        p.error(f"--steps {args.steps!r}: give step numbers 1-5, comma-separated")
+        p.error(f"--steps {args.steps!r}: give step numbers 1-6, comma-separated")
     if not steps or not set(steps) <= set(STEP_NAMES):
-        p.error(f"--steps {args.steps!r}: give step numbers 1-5, comma-separated")
+        p.error(f"--steps {args.steps!r}: give step numbers 1-6, comma-separated")
     if ({3, 4} & set(steps)) and 2 not in steps and not args.trace:
         p.error("steps 3 and 4 read step 2's trace: select step 2 too, or give --trace FILE")
     trace = Path(args.trace) if args.trace else None

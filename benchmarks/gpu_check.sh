@@ -2,7 +2,7 @@
 # The GPU check in one command (see benchmarks/gpu_check.py): figures, traces and verdict.txt under $OUT
 # (default: a new temp dir). CUDA when available, else the CPU mode. Needs torch; run from any directory.
 #
-#   bash benchmarks/gpu_check.sh [--device auto|cuda|cpu] [--out DIR] [--work DIR] [--steps 1,2,3,4,5]
+#   bash benchmarks/gpu_check.sh [--device auto|cuda|cpu] [--out DIR] [--work DIR] [--steps 1,2,3,4,5,6]
 #
 # Wheels for a machine without a registry: *.whl in $GPU_CHECK_WHEELS (default .whl/ of the checkout, made by
 # benchmarks/gpu_check_wheels.sh) are installed first into a temp folder put on PYTHONPATH, each only where the

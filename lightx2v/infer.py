@@ -137,6 +137,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--chrome_path", default=None, help="chrome-format trace path (default save_results/trace.json)")
     g.add_argument("--with_stack", action="store_true", help="record Python call stacks")
     g.add_argument("--use_gzip", action="store_true", help="write *.pt.trace.json.gz")
+    g.add_argument("--profile_memory", action="store_true",
+                   help="record every allocation and free: the summary's memory answers, the Memory views")
+    g.add_argument("--memory_snapshot", action="store_true",
+                   help="CUDA only: what is live at the peak and which line allocated it "
+                        "(rank<R>_<host>.memory_snapshot.pickle beside the trace)")
     g.add_argument("--profile_wait", type=Number(int, 0), default=1, help="calls not recorded (default 1)")
     g.add_argument("--profile_warmup", type=Number(int, 0), default=3, help="calls recorded, not exported (default 3)")
     g.add_argument("--profile_active", type=Number(int, 1), default=1, help="calls recorded and exported (default 1)")
@@ -283,6 +288,8 @@ def profile_kwargs(args: argparse.Namespace) -> dict:
         "profile_format": args.profile_format,
         "with_stack": args.with_stack,
         "use_gzip": args.use_gzip,
+        "profile_memory": args.profile_memory,
+        "memory_snapshot": args.memory_snapshot,
         "wait": args.profile_wait,
         "warmup": args.profile_warmup,
         "active": args.profile_active,

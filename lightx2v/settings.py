@@ -13,9 +13,9 @@ supervisord programs (docs/tensorboard.md); ``compose`` ones are the shell varia
 (docs/docker.md).
 
 The drop-in profiler (``lightx2v/utils/torch_trace_profiler.py``) must stand alone in a user's checkout, so it keeps
-its own few names (``ENV_ENABLE``, ``ENV_DIR``, ``ENV_PORT``, ``ENV_REMOTE``); a test checks that they agree with
-the entries here. So does ``lightx2v.assets`` (``ENV_ASSETS_DIR``): the image's assets build stage copies that
-package alone. Modelled on vLLM's ``envs.py``.
+its own few names (``ENV_ENABLE``, ``ENV_DIR``, ``ENV_PORT``, ``ENV_REMOTE``, ``ENV_MEMORY_SNAPSHOT``); a test checks
+that they agree with the entries here. So does ``lightx2v.assets`` (``ENV_ASSETS_DIR``): the image's assets build
+stage copies that package alone. Modelled on vLLM's ``envs.py``.
 
 The two TensorBoard ports are two different things, kept apart on purpose: ``TENSORBOARD_PORT`` is where our
 TensorBoard *listens* (inside a container: the container's port); ``LIGHTX2V_TENSORBOARD_PORT`` is the port the
@@ -189,6 +189,11 @@ TORCH_PROFILE_DIR = _declare("LIGHTX2V_TORCH_PROFILE_DIR", None, parse_path,
 TORCH_PROFILE_REMOTE = _declare("LIGHTX2V_TORCH_PROFILE_REMOTE", True, parse_switch,
                                 "0 keeps a process from being armed from outside (python -m lightx2v.capture)",
                                 (PROFILER,), default_doc="1 (on)")
+TORCH_PROFILE_MEMORY_SNAPSHOT = _declare("LIGHTX2V_TORCH_PROFILE_MEMORY_SNAPSHOT", None, parse_switch,
+                                         "1: record the CUDA allocator's history over a capture's active calls and "
+                                         "write rank<R>_<host>.memory_snapshot.pickle beside the trace; 0: not "
+                                         "(replaces memory_snapshot; CUDA only)", (PROFILER,),
+                                         default_doc="the config's memory_snapshot (off)")
 HINT_PORT = _declare("LIGHTX2V_TENSORBOARD_PORT", None, parse_port,
                      "the port the profiler prints in its viewing hints: where your browser reaches TensorBoard "
                      "(e.g. the host port a container publishes); not where it listens", (PROFILER, SERVE),

@@ -35,7 +35,8 @@ def fresh_profiler_session(tmp_path, monkeypatch):
     from lightx2v.utils.torch_trace_profiler import TorchTraceProfiler
 
     monkeypatch.chdir(tmp_path)
-    for var in ("LIGHTX2V_TORCH_PROFILE", "LIGHTX2V_TORCH_PROFILE_DIR", "LIGHTX2V_TENSORBOARD_PORT"):
+    for var in ("LIGHTX2V_TORCH_PROFILE", "LIGHTX2V_TORCH_PROFILE_DIR", "LIGHTX2V_TENSORBOARD_PORT",
+                "LIGHTX2V_TORCH_PROFILE_MEMORY_SNAPSHOT"):
         monkeypatch.delenv(var, raising=False)
     TorchTraceProfiler.reset_session()
     yield

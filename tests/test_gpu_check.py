@@ -21,7 +21,7 @@ from conftest import H200_TRACE, REPO_ROOT, subprocess_env
 from helpers.traces import PLUGIN_TRACE_RE, load_trace
 
 SCRIPT = REPO_ROOT / "benchmarks" / "gpu_check.sh"
-STEPS = ["profiler capture", "infer", "trace_summary", "tensorboard", "torchrun 2 ranks"]
+STEPS = ["profiler capture", "infer", "trace_summary", "tensorboard", "torchrun 2 ranks", "memory"]
 
 
 def gpu_check(*args: str, **env: str) -> subprocess.CompletedProcess:
@@ -45,8 +45,9 @@ def test_cpu_mode_passes_every_step_and_says_what_it_skipped(cpu_run):
     assert any(line.startswith("CPU mode: tiny sizes;") and "need CUDA" in line for line in lines)
     for number, name in enumerate(STEPS, 1):
         assert re.search(rf"^\[PASS\] {number} {re.escape(name)} \(\d+ s\): \S", proc.stdout, re.M), proc.stdout
-    assert proc.stdout.count("note: ") >= 5 and "need CUDA" in proc.stdout  # what CPU could not check, per step
-    assert "VERDICT: PASS (5 passed, 0 failed, 0 skipped)" in proc.stdout
+    assert proc.stdout.count("note: ") >= 6 and "need CUDA" in proc.stdout  # what CPU could not check, per step
+    assert "VERDICT: PASS (6 passed, 0 failed, 0 skipped)" in proc.stdout
+    assert re.search(r"\[PASS\] 6 memory .*[1-9]\d* \[memory\] events; cpu peak \d", proc.stdout), proc.stdout
     assert re.search(r"\[PASS\] 2 infer .*s/step, .*FLOP/s, capture \+\d+\.\d+ s .*latents bitwise", proc.stdout)
     assert re.search(r"\[PASS\] 4 tensorboard .*/runs lists \S+_infer_main .*HTTP 200, [1-9]\d* stacks", proc.stdout)
 
@@ -96,6 +97,12 @@ def test_out_holds_the_figures_and_every_trace(cpu_run):
         assert trace["distributedInfo"]["rank"] == rank and trace["distributedInfo"]["world_size"] == 2
         assert "rank_work" in {e.get("name") for e in trace["traceEvents"]}
 
+    memory = report["steps"][5]["figures"]
+    assert memory["memory_events"] > 0 and memory["snapshots"] == []  # the snapshot is CUDA only
+    (device,) = memory["summary"]["devices"]
+    assert device["device"] == "cpu" and device["peak_allocated_bytes"] > 0
+    assert "memory_snapshot: CUDA only" in (out / "6_memory" / "infer" / "cli.log").read_text()
+
 
 def test_without_out_a_temp_dir_gets_the_results_and_a_failed_step_fails_the_run():
     env = subprocess_env()
@@ -107,7 +114,7 @@ def test_without_out_a_temp_dir_gets_the_results_and_a_failed_step_fails_the_run
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert out.name.startswith("gpu_check_") and out.parent == Path(tempfile.gettempdir())
         assert "[FAIL] 1 profiler capture (0 s): out of the time budget" in proc.stdout
-        assert "VERDICT: FAIL (0 passed, 5 failed, 0 skipped)" in proc.stdout
+        assert "VERDICT: FAIL (0 passed, 6 failed, 0 skipped)" in proc.stdout
         assert json.loads((out / "gpu_check.json").read_text())["verdict"] == "FAIL"
     finally:
         shutil.rmtree(out, ignore_errors=True)
@@ -125,7 +132,7 @@ def test_missing_tools_take_the_fallbacks_and_work_packs_into_out(tmp_path):
     assert "ran benchmarks/gpu_qwen_image.py instead" in proc.stdout
     assert "[PASS] 3 trace_summary" in proc.stdout and "used its Python API" in proc.stdout
     assert "[SKIP] 4 tensorboard (0 s): tensorboard not installed" in proc.stdout
-    assert "VERDICT: PASS (2 passed, 0 failed, 3 skipped)" in proc.stdout
+    assert "VERDICT: PASS (2 passed, 0 failed, 4 skipped)" in proc.stdout
     assert sorted(p.name for p in out.iterdir()) == ["gpu_check.json", "gpu_check_results.tar.gz", "verdict.txt"]
     with tarfile.open(out / "gpu_check_results.tar.gz") as tar:
         names = tar.getnames()
@@ -144,4 +151,4 @@ def test_gpu_checks_of_summary_and_tensorboard_hold_on_the_h200_trace(tmp_path):
     match = re.search(r"\[PASS\] 4 tensorboard .*overview Kernel (\d+) us, operator device time (\d+) us, "
                       r"call stacks of \S+: HTTP 200, [1-9]", proc.stdout)
     assert match and int(match.group(1)) > 20_000 and int(match.group(2)) > 20_000, proc.stdout
-    assert "VERDICT: PASS (2 passed, 0 failed, 3 skipped)" in proc.stdout
+    assert "VERDICT: PASS (2 passed, 0 failed, 4 skipped)" in proc.stdout

@@ -111,3 +111,17 @@ def test_env_switch_and_chrome_format(tmp_path):
     trace = chrome.cwd / "save_results" / "trace.json"
     assert "attention" in event_names(load_trace(trace))
     assert chrome.metadata["infer_calls"] == STEPS + 2
+
+
+def test_profile_memory_records_allocations_and_memory_snapshot_says_cuda_only_on_a_cpu(tmp_path):
+    """--profile_memory puts the allocator's [memory] events in the trace; --memory_snapshot reaches the profiler
+    (on a CPU: its one "CUDA only" line, no snapshot file; on CUDA: the snapshot beside the trace)."""
+    run = run_infer(tmp_path, *FAST, "--profile_memory", "--memory_snapshot", "--profile_warmup", "1")
+    assert run.proc.returncode == 0, run.output
+    (trace,) = run.traces()
+    assert "[memory]" in event_names(load_trace(trace))
+    snapshots = list(trace.parent.glob("*.memory_snapshot.pickle"))
+    if CUDA:
+        assert len(snapshots) == 1
+    else:
+        assert snapshots == [] and run.output.count("memory_snapshot: CUDA only") == 1

@@ -25,7 +25,8 @@ def test_the_drop_in_names_are_declared_with_its_defaults():
     from lightx2v.utils import torch_trace_profiler as dropin
 
     declared = {dropin.ENV_ENABLE: settings.TORCH_PROFILE, dropin.ENV_DIR: settings.TORCH_PROFILE_DIR,
-                dropin.ENV_PORT: settings.HINT_PORT, dropin.ENV_REMOTE: settings.TORCH_PROFILE_REMOTE}
+                dropin.ENV_PORT: settings.HINT_PORT, dropin.ENV_REMOTE: settings.TORCH_PROFILE_REMOTE,
+                dropin.ENV_MEMORY_SNAPSHOT: settings.TORCH_PROFILE_MEMORY_SNAPSHOT}
     for name, registry_name in declared.items():
         assert name == registry_name
         assert SETTINGS[name].scope == USER and settings.PROFILER in SETTINGS[name].read_by
@@ -34,6 +35,8 @@ def test_the_drop_in_names_are_declared_with_its_defaults():
     assert port_default == settings.DEFAULT_TENSORBOARD_PORT == SETTINGS[settings.TENSORBOARD_PORT].default
     assert str(port_default) in SETTINGS[dropin.ENV_PORT].default_doc
     assert SETTINGS[dropin.ENV_ENABLE].default is True and SETTINGS[dropin.ENV_REMOTE].default is True
+    defaults = {f.name: f.default for f in dataclasses.fields(dropin.TorchTraceProfileConfig)}
+    assert defaults["memory_snapshot"] is False and "off" in SETTINGS[dropin.ENV_MEMORY_SNAPSHOT].default_doc
 
 
 def test_the_drop_in_reads_the_registry_s_on_off_words(tmp_path, monkeypatch):

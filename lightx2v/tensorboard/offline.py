@@ -7,8 +7,9 @@
   spinner until it has; without it every view, Trace included, spins forever. Right after Google's loader tag we
   add a small script that, only when the loader did not load, says so in a banner (the missing host, and the
   trace browser URL whose views work offline), stands in for the charts with that notice where each chart would
-  be, and lets the page go on (tables, Trace, Memory). Google Charts cannot be served locally (its terms require
-  loading it from Google), so this is a notice, not a replacement.
+  be, and lets the page go on (tables, Trace, the Memory view's tables: its curve is a Google chart too, the
+  trace browser's Overview draws one offline). Google Charts cannot be served locally (its terms require loading
+  it from Google), so this is a notice, not a replacement.
 
 Both serve rewritten copies of the installed files through the plugin's own routes; nothing on disk changes.
 """
@@ -180,7 +181,8 @@ _FALLBACK = """<script>
   if (window.google && window.google.charts) return;
   var C = @CONFIG@;
   var text = 'Google Charts did not load: this browser cannot reach ' + C.host + '. The charts of the Overview, '
-    + 'Operator and Kernel views need it; their tables, the Trace view and the Memory view work without it.';
+    + 'Operator, Kernel and Memory views need it; their tables and the Trace view work without it (the offline '
+    + 'Overview below draws the memory curve).';
   function link() {
     var a = document.createElement('a'); a.href = C.url; a.target = '_blank'; a.textContent = C.url; return a;
   }

@@ -2,7 +2,9 @@
 
 What users miss most from the plugin's Overview, with no script, external style or font (so it renders with no
 internet): per-step wall time with GPU busy / idle as inline SVG bars, top GPU kernels, top CPU ops,
-memcpy/memset, GPU idle gaps and, for several ranks, the rank comparison and the straggler.
+memcpy/memset, GPU idle gaps, with ``profile_memory=True`` the memory curve per device (allocated and reserved over
+time, steps shaded, the peak marked) with the steps' growth, the top allocating ops and what held a snapshot's
+peak, and, for several ranks, the rank comparison and the straggler.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable
 
+from lightx2v.trace_summary import memory as memory_answers
 from lightx2v.trace_summary.analyze import IDLE_FLAG_RATIO
-from lightx2v.trace_summary.model import IdleStats, RankSummary, RunSummary
+from lightx2v.trace_summary.model import DeviceMemory, IdleStats, MemorySummary, RankSummary, RunSummary
 from lightx2v.trace_summary.render import format_bytes, format_ms, format_pct
 
 BAR_WIDTH = 220
+CURVE_WIDTH, CURVE_HEIGHT = 3 * BAR_WIDTH, 120  # the memory curve, in the bars' style
 MAX_STEPS = 64  # rows of the step table; longer captures show the first and last ones
 
 BUSY, IDLE, CPU, WARN = "#3b6fb6", "#d6dde8", "#4f9a6a", "#c0392b"
@@ -108,6 +112,7 @@ def _rank_section(r: RankSummary, timeline: str | None, several: bool) -> str:
            + (f"<br>versions: {_e(versions)}" if versions else "") + "</p>"]
     out += [f"<p class=note>{_e(note)}</p>" for note in r.notes]
     out.append(_steps(r))
+    out.append(_device_memory(r.memory))
     if r.idle is not None:
         out.append(_idle(r.idle))
     out.append(_kernels(r))
@@ -140,6 +145,98 @@ def _steps(r: RankSummary) -> str:
               f"GPU idle <span style='color:{CPU}'>■</span> CPU step (no GPU work recorded)</p>")
     return ("<h3>Steps</h3>" + legend +
             _table(["step", "wall ms", "", "CPU ms", "GPU busy ms", "busy %", "kernels", "idle %"], rows, "steps"))
+
+
+def _device_memory(m: MemorySummary | None) -> str:
+    """Per device: the curve, the steps' memory (growth flagged), the top allocating ops; then the snapshots."""
+    if m is None:
+        return f"<h3>Device memory</h3><p class=meta>{_e(memory_answers.HINT)}.</p>"
+    out = []
+    for d in m.devices:
+        reserved = f", {format_bytes(d.peak_reserved_bytes)} reserved" if d.peak_reserved_bytes is not None else ""
+        leak = (f" <strong class=flagged>Leak: allocated grows in {sum(s.grew for s in d.steps)} of "
+                f"{len(d.steps)} steps.</strong>" if d.leak else "")
+        out.append(f"<h3>Device memory: {_e(d.device)}</h3><p class=meta>peak {format_bytes(d.peak_allocated_bytes)} "
+                   f"allocated{' in ' + _e(d.peak_step) if d.peak_step else ''}{reserved}; {d.allocations:,} "
+                   f"allocations, {format_bytes(d.allocated_bytes)} in all.{leak}</p>")
+        out.append(memory_curve(d))
+        rows = [f"<tr{' class=grew' if s.grew else ''}><td>{_e(s.name)}</td>"
+                f"<td class=num>{format_bytes(s.allocated_start_bytes)}</td>"
+                f"<td class=num>{format_bytes(s.allocated_end_bytes)}</td>"
+                f"<td class=num>{'+' if s.growth_bytes > 0 else ''}{format_bytes(s.growth_bytes)}</td>"
+                f"<td class=num>{format_bytes(s.peak_allocated_bytes)}</td>"
+                f"<td class=num>{format_bytes(s.peak_reserved_bytes, '–')}</td></tr>" for s in d.steps]
+        if rows:
+            out.append(_table(["step", "allocated at start", "at end", "growth", "peak allocated", "peak reserved"],
+                              rows, "memory-steps"))
+        ops = [f"<tr><td class=name>{_e(op.name)}</td><td class=num>{format_bytes(op.self_bytes)}</td>"
+               f"<td class=num>{format_bytes(op.total_bytes)}</td><td class=num>{format_bytes(op.live_at_peak_bytes)}"
+               f"</td><td class=num>{op.allocations}</td></tr>" for op in d.top_ops]
+        if ops:
+            out.append(_table(["op", "allocated (self)", "with children", "live at the peak", "allocations"], ops,
+                              "memory-ops"))
+    for snap in m.snapshots:
+        sites = [f"<tr><td class=name title=\"{_e(site.filename)}\">{_e(site.location)}</td><td>{_e(site.function)}"
+                 f"</td><td class=num>{format_bytes(site.bytes)}</td><td class=num>{site.blocks}</td></tr>"
+                 for site in snap.sites]
+        sites.append(f"<tr><td colspan=2>no frame in your code</td><td class=num>{format_bytes(snap.other_bytes)}</td>"
+                     "<td></td></tr>")
+        out.append(f"<h3>What holds the peak: cuda:{_e(snap.device)} snapshot</h3><p class=meta>peak "
+                   f"{format_bytes(snap.peak_bytes)} live, {format_bytes(snap.reserved_bytes)} reserved "
+                   f"({_e(snap.file)})</p>" + _table(["where", "function", "live at the peak", "blocks"], sites,
+                                                     "snapshot-sites"))
+    return "\n".join(out)
+
+
+def memory_curve(d: DeviceMemory) -> str:
+    """Allocated (and reserved) over time as an inline SVG: steps shaded, the peak marked; totals change in steps,
+    so the lines are drawn as steps too."""
+    c, w, h = d.curve, CURVE_WIDTH, CURVE_HEIGHT
+    if not c.ts_us:
+        return ""
+    t0 = min([c.ts_us[0], *(s.start_us for s in d.steps)])
+    t1 = max([c.ts_us[-1], *(s.end_us for s in d.steps)])
+    top = max([*c.allocated_bytes, *(r for r in c.reserved_bytes if r is not None), 1])
+
+    def x(t: float) -> float:
+        return 0.0 if t1 <= t0 else w * (t - t0) / (t1 - t0)
+
+    def y(v: float) -> float:
+        return h - 2 - (h - 14) * v / top
+
+    def line(values: list) -> str:
+        points, last = [], None
+        for t, v in zip(c.ts_us, values, strict=True):
+            if v is None:
+                continue
+            if last is not None:
+                points.append(f"{x(t):.1f},{y(last):.1f}")
+            points.append(f"{x(t):.1f},{y(v):.1f}")
+            last = v
+        if last is not None:
+            points.append(f"{w:.1f},{y(last):.1f}")
+        return " ".join(points)
+
+    shades = "".join(f'<rect class=step x="{x(s.start_us):.1f}" width="{max(1.0, x(s.end_us) - x(s.start_us)):.1f}" '
+                     f'height="{h}" fill="{IDLE if i % 2 else "#e6ebf3"}"><title>{_e(s.name)}: peak '
+                     f"{format_bytes(s.peak_allocated_bytes)}</title></rect>" for i, s in enumerate(d.steps))
+    reserved = line(c.reserved_bytes)
+    px, py = x(c.ts_us[c.peak_index]), y(c.allocated_bytes[c.peak_index])
+    label = f"peak {format_bytes(d.peak_allocated_bytes)}"
+    anchor = "end" if px > w / 2 else "start"
+    return (f'<svg class=memory-curve width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" '
+            f'aria-label="{_e(d.device)}: allocated{" and reserved" if reserved else ""} over time, {_e(label)}">'
+            f"{shades}"
+            + (f'<polyline class=reserved points="{reserved}" fill="none" stroke="{CPU}" stroke-width="1.5" '
+               'stroke-dasharray="4 2"/>' if reserved else "")
+            + f'<polyline class=allocated points="{line(c.allocated_bytes)}" fill="none" stroke="{BUSY}" '
+              f'stroke-width="1.5"/><circle class=peak cx="{px:.1f}" cy="{py:.1f}" r="3.5" fill="{WARN}"/>'
+              f'<text x="{px + (-6 if anchor == "end" else 6):.1f}" y="{max(11.0, py - 3):.1f}" text-anchor="{anchor}" '
+              f'font-size="11" fill="{WARN}">{_e(label)}</text></svg>'
+            f"<p class=legend><span style='color:{BUSY}'>■</span> allocated "
+            + (f"<span style='color:{CPU}'>■</span> reserved (dashed) " if reserved else "")
+            + f"<span style='color:{WARN}'>●</span> peak; shaded: steps; "
+              f"{_ms(t1 - t0)} ms, top {format_bytes(top)}</p>")
 
 
 def _idle(idle: IdleStats) -> str:
@@ -215,6 +312,8 @@ td.name {{ font-family: monospace; max-width: 60em; overflow-wrap: anywhere; }}
 .meta, .path, .legend {{ color: #555; }} .path {{ font-family: monospace; }}
 tr.straggler td {{ background: #fdecea; }} .straggler-line strong, .flagged {{ color: {warn}; }}
 svg.bar {{ vertical-align: middle; background: #f4f4f4; }} .error {{ color: {warn}; }}
+svg.memory-curve {{ display: block; background: #f4f4f4; }} tr.grew td {{ background: #fdecea; }}
+table.memory-steps, table.memory-ops, table.snapshot-sites {{ margin-top: .8em; }}
 </style></head>
 <body>
 {body}

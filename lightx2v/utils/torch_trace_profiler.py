@@ -31,7 +31,8 @@ logged with the path and the result is returned.
 Environment switches: ``LIGHTX2V_TORCH_PROFILE=0`` (or ``false``/``off``/``no``) makes every context a plain
 call; ``LIGHTX2V_TORCH_PROFILE_DIR`` replaces ``tb_dir``; ``LIGHTX2V_TENSORBOARD_PORT`` replaces the port shown
 in the viewing hints (e.g. the host port a container publishes); ``LIGHTX2V_TORCH_PROFILE_REMOTE=0`` keeps the
-process from being armed from outside.
+process from being armed from outside; ``LIGHTX2V_TORCH_PROFILE_MEMORY_SNAPSHOT=1`` (or ``0``) replaces
+``memory_snapshot`` (see "the CUDA memory snapshot").
 
 Settings live in ``TorchTraceProfileConfig`` (defaults, a doc per field, the one check). The original LightX2V
 module's other names keep working: ``TorchTraceProfiler(cfg)`` with ``try_claim(label)`` / ``run(step_fn)`` /
@@ -67,6 +68,7 @@ ENV_ENABLE = "LIGHTX2V_TORCH_PROFILE"
 ENV_DIR = "LIGHTX2V_TORCH_PROFILE_DIR"
 ENV_PORT = "LIGHTX2V_TENSORBOARD_PORT"
 ENV_REMOTE = "LIGHTX2V_TORCH_PROFILE_REMOTE"  # see "remote arming"
+ENV_MEMORY_SNAPSHOT = "LIGHTX2V_TORCH_PROFILE_MEMORY_SNAPSHOT"  # see "the CUDA memory snapshot"
 PROFILE_FORMATS = ("tensorboard", "chrome")
 # The file names TensorBoard's PyTorch Profiler plugin lists; anything else in a run directory is invisible.
 TENSORBOARD_TRACE_RE = re.compile(r"^(.*?)(\.\d+)?\.pt\.trace\.json(\.gz)?$")
@@ -123,7 +125,11 @@ class TorchTraceProfileConfig:
     record_shapes: bool = False
     """Record input shapes of ops."""
     profile_memory: bool = False
-    """Record tensor allocations and frees."""
+    """Record tensor allocations and frees (``[memory]`` events: the running totals per device)."""
+    memory_snapshot: bool = False
+    """CUDA only: record the allocator's history over the active calls and write it, with the Python stack of
+    each allocation, as ``rank<R>_<host>.memory_snapshot.pickle`` beside the trace: what holds the peak.
+    ``ENV_MEMORY_SNAPSHOT`` replaces it. On a CPU it says "CUDA only" once and the capture goes on."""
     with_flops: bool = False
     """Estimate FLOPs of matrix multiplications and convolutions."""
     exported_chrome_path: str = dataclasses.field(default="", init=False, compare=False, repr=False)
@@ -145,7 +151,7 @@ class TorchTraceProfileConfig:
         return self.calls
 
 
-_FLAGS = ("with_stack", "use_gzip", "record_shapes", "profile_memory", "with_flops")
+_FLAGS = ("with_stack", "use_gzip", "record_shapes", "profile_memory", "with_flops", "memory_snapshot")
 
 
 def _find_bad_field(cfg: TorchTraceProfileConfig) -> Optional[str]:
@@ -384,6 +390,7 @@ class TorchTraceProfileContext:
         record_shapes: bool = _DEFAULT.record_shapes,
         profile_memory: bool = _DEFAULT.profile_memory,
         with_flops: bool = _DEFAULT.with_flops,
+        memory_snapshot: bool = _DEFAULT.memory_snapshot,
     ) -> None:
         if name is not None and type(name) is not str:
             raise ValueError(f"name must be a str or None, got {type(name).__name__}")
@@ -393,7 +400,7 @@ class TorchTraceProfileContext:
         # validated config: the config a context holds always has its fields' exact types, and behaves as the
         # value given. A value that equals nothing validated yet goes through the config's check (and its error).
         key = (profile_format, tb_dir, chrome_path, wait, warmup, active, with_stack, tensorboard_port, use_gzip,
-               record_shapes, profile_memory, with_flops)
+               record_shapes, profile_memory, with_flops, memory_snapshot)
         cacheable = True
         try:
             config = _CONFIGS.get(key)
@@ -403,7 +410,8 @@ class TorchTraceProfileContext:
             config = TorchTraceProfileConfig(
                 profile_format=profile_format, tb_dir=tb_dir, chrome_path=chrome_path, wait=wait, warmup=warmup,
                 active=active, with_stack=with_stack, tensorboard_port=tensorboard_port, use_gzip=use_gzip,
-                record_shapes=record_shapes, profile_memory=profile_memory, with_flops=with_flops)
+                record_shapes=record_shapes, profile_memory=profile_memory, with_flops=with_flops,
+                memory_snapshot=memory_snapshot)
             if cacheable and len(_CONFIGS) < _CONFIGS_MAX:
                 _CONFIGS[key] = config
         self.config = config
@@ -495,8 +503,11 @@ class _Capture:
 
         calls = 0
         result: Any = None
+        memory = _MemoryHistory(_snapshot_path(targets[0]) if _memory_snapshot_on(cfg) else None)
         try:
             for _ in range(cfg.calls):
+                if calls == cfg.wait + cfg.warmup:
+                    memory.start()  # the active calls: the ones the trace keeps
                 result = None  # let the previous result go before the next call allocates its own
                 result = func(*args, **kwargs)
                 calls += 1
@@ -507,8 +518,10 @@ class _Capture:
                 except Exception as exc:
                     self.errors.append(f"torch.profiler failed after call {calls}: {exc!r}")
                     break
+            self.errors += memory.stop(write=calls == cfg.calls)  # before the summary handler looks for it
         except BaseException:
             self.target_failed = True
+            memory.stop(write=False)
             self._stop(prof)
             self._finish(calls, started, "the target raised; capture discarded, nothing exported")
             raise
@@ -600,6 +613,109 @@ class _Capture:
                 _log(logging.INFO, f"[Profile]   {line}")
         if result.trace_paths and self.rank == 0:
             _log(logging.INFO, "\n".join(_viewing_hints(result, self.config)))
+
+
+# ------------------------------------------------------------------------------ the CUDA memory snapshot
+# memory_snapshot=True (or LIGHTX2V_TORCH_PROFILE_MEMORY_SNAPSHOT=1): torch's allocator history
+# (torch.cuda.memory._record_memory_history) over the capture's active calls, then torch.cuda.memory._snapshot():
+# every segment and block, with the Python stack that allocated it, and the alloc/free events in order. Written
+# with pickle, as torch's own _dump_snapshot does, as rank<R>_<host>.memory_snapshot.pickle beside the trace: a
+# name TensorBoard's plugin does not list (TENSORBOARD_TRACE_RE), under a hidden temporary name first. Recording
+# is always stopped, whatever happens; a failure here is reported with the capture, never raised.
+MEMORY_SNAPSHOT_SUFFIX = ".memory_snapshot.pickle"
+MEMORY_HISTORY_MAX_ENTRIES = 1_000_000  # alloc/free events kept (a ring buffer): a few active calls of a DiT
+_memory_cpu_logged = False
+
+
+def _memory_snapshot_on(cfg: TorchTraceProfileConfig) -> bool:
+    """Whether this capture records a snapshot: the switch, else the config; on a CPU, no (said once)."""
+    global _memory_cpu_logged
+    if not _env_flag(ENV_MEMORY_SNAPSHOT, cfg.memory_snapshot):
+        return False
+    if _cuda_memory_history_available():
+        return True
+    if not _memory_cpu_logged:
+        _memory_cpu_logged = True
+        _log(logging.WARNING, "[Profile] memory_snapshot: CUDA only (torch.cuda is not available here); the "
+                              "capture goes on without it")
+    return False
+
+
+def _cuda_memory_history_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _snapshot_path(trace_path: str) -> str:
+    """``<run dir>/rank<R>_<host>.memory_snapshot.pickle`` for ``<run dir>/rank<R>_<host>.pt.trace.json[.gz]``
+    (chrome format: beside the trace file, its name without ``.json[.gz]``)."""
+    directory, name = os.path.split(trace_path)
+    for ext in (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json", ".gz"):
+        if name.endswith(ext):
+            name = name[: -len(ext)]
+            break
+    return os.path.join(directory, name + MEMORY_SNAPSHOT_SUFFIX)
+
+
+def write_memory_snapshot(snapshot: dict, path: str) -> None:
+    """Pickle ``snapshot`` (the dict ``torch.cuda.memory._snapshot()`` returns) to ``path``, atomically."""
+    import pickle
+
+    directory, name = os.path.split(path)
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            pickle.dump(snapshot, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    finally:
+        try:
+            os.remove(tmp)
+        except FileNotFoundError:
+            pass
+
+
+class _MemoryHistory:
+    """The allocator history of one capture: ``start()`` at the first active call, ``stop()`` once or more."""
+
+    def __init__(self, path: Optional[str]) -> None:
+        self.path = path  # None: memory_snapshot is off for this capture
+        self.recording = False
+
+    def start(self) -> None:
+        if self.path is None:
+            return
+        try:
+            import torch
+
+            torch.cuda.memory._record_memory_history(enabled="all", context="alloc", stacks="python",
+                                                     max_entries=MEMORY_HISTORY_MAX_ENTRIES)
+            self.recording = True
+        except Exception as exc:
+            _log(logging.WARNING, f"[Profile] memory_snapshot: could not start recording: {exc!r}")
+            self.path = None
+
+    def stop(self, write: bool) -> list[str]:
+        """Stop recording (always), writing the snapshot first if asked; the problems, for the capture's report."""
+        if not self.recording:
+            return []
+        import torch
+
+        problems = []
+        path, self.path = self.path, None
+        try:
+            if write and path:
+                write_memory_snapshot(torch.cuda.memory._snapshot(), path)
+                _log(logging.INFO, f"[Profile] wrote {path} ({_size(path)})")
+        except Exception as exc:
+            problems.append(f"could not write the memory snapshot {path}: {exc!r}")
+        finally:
+            try:
+                torch.cuda.memory._record_memory_history(enabled=None)
+            except Exception as exc:
+                problems.append(f"could not stop the CUDA memory history: {exc!r}")
+            self.recording = False
+        return problems
 
 
 def _distributed_identity() -> tuple[int, int, Any]:

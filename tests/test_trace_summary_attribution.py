@@ -77,8 +77,10 @@ def test_one_more_collector_gets_its_events_and_changes_nothing_else(tmp_path):
     doc = json.loads(gzip.decompress(FIXTURE.read_bytes()))
     ts = next(e["ts"] for e in EVENTS if e.get("cat") == "kernel")
     doc["traceEvents"] += [{"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 416,
-                            "tid": 416, "ts": ts + i, "args": {"Bytes": b, "Device Id": 0}}
-                           for i, b in enumerate((4096, -4096))]
+                            "tid": 416, "ts": ts + i,
+                            "args": {"Bytes": b, "Total Allocated": t, "Addr": 1 << 20, "Device Type": 1,
+                                     "Device Id": 0}}
+                           for i, (b, t) in enumerate(((4096, 4096), (-4096, 0)))]
     path = tmp_path / "w.pt.trace.json"
     path.write_text(json.dumps(doc))
     extra = MemoryEvents()
@@ -87,7 +89,9 @@ def test_one_more_collector_gets_its_events_and_changes_nothing_else(tmp_path):
     for batch in stream.batches():
         collected.feed(batch)
     assert extra.bytes == [4096, -4096]
-    plain = analyze_trace(str(path))
+    full = analyze_trace(str(path))  # the real memory collector is attached: it answers the memory question
+    assert full.memory is not None and [d.peak_allocated_bytes for d in full.memory.devices] == [4096]
+    plain = dataclasses.replace(full, memory=None)  # ... and that is all the events change
     assert summarize_collected(collected, str(path), stream, 10) == plain
     assert plain == dataclasses.replace(analyze_trace(str(FIXTURE)), file=plain.file, size_bytes=plain.size_bytes,
                                         compressed=False, worker="w", event_count=plain.event_count)

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Embedded Qwen-Image-style text-to-image, one process, profiled at infer_main (synthetic weights).
-# Extra arguments go to lightx2v.infer, e.g.:  PRESET=small scripts/qwen_image/qwen_image_t2i.sh --with_stack
+# Extra arguments go to lightx2v.infer, e.g.:  PRESET=small scripts/qwen_image/qwen_image_t2i.sh --attention math
 set -euo pipefail
 
 # paths relative to this script; outputs under the checkout's save_results/ unless SAVE_RESULTS is set

@@ -116,6 +116,30 @@ class DamagedFile:
 
 
 @dataclass
+class Launch:
+    """GPU work charged to the op that launched it: one (top-level op, label, launcher, kernel) with its totals."""
+
+    op: str  # the top-level op under the step: the outermost cpu_op around the launcher ("" when none is known)
+    label: str  # the nearest record_function (user_annotation) label around the launcher ("" when none)
+    launcher: str  # the op whose External id the kernel carries (the innermost op: the lowering)
+    kind: str  # "kernel", "memcpy" or "memset"
+    name: str  # the kernel's (or memory op's) full name
+    calls: int
+    total_us: float
+
+
+@dataclass
+class RankTables:
+    """Every kernel, CPU op and launch of a trace (``top_*`` are their first rows): what ``--diff`` compares.
+
+    Left out of the summary's ``--json`` (it can be long); the diff's JSON reports the comparison."""
+
+    kernels: list[KernelStat]  # all kernels, most time first
+    cpu_ops: list[CpuOpStat]  # all CPU ops, most self time first
+    launches: list[Launch]  # most time first
+
+
+@dataclass
 class RankSummary:
     """Everything reported about one trace file (one rank / worker)."""
 
@@ -139,6 +163,7 @@ class RankSummary:
     gpu_comm_us: Optional[float]  # time in communication kernels (NCCL/RCCL) inside steps
     notes: list[str] = field(default_factory=list)
     skipped_events: list[SkippedEvents] = field(default_factory=list)  # malformed events left out, by field
+    tables: Optional[RankTables] = field(default=None, repr=False)  # everything, for --diff; not in --json
 
 
 @dataclass
@@ -175,7 +200,16 @@ class RunSummary:
 
 def to_json(runs: list[RunSummary]) -> dict[str, Any]:
     """The ``--json`` document: {"schema": SCHEMA, "runs": [...]} with the dataclasses' fields."""
-    return {"schema": SCHEMA, "runs": [_rounded(dataclasses.asdict(run)) for run in runs]}
+    return {"schema": SCHEMA, "runs": [_rounded(_asdict(run)) for run in runs]}
+
+
+def _asdict(run: RunSummary) -> dict[str, Any]:
+    """The run's fields without the ranks' ``tables`` (the diff's input, not part of the summary schema)."""
+    bare = dataclasses.replace(run, ranks=[dataclasses.replace(r, tables=None) for r in run.ranks])
+    out = dataclasses.asdict(bare)
+    for rank in out["ranks"]:
+        del rank["tables"]
+    return out
 
 
 def _rounded(value: Any) -> Any:

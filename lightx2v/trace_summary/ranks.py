@@ -8,8 +8,8 @@ with the most GPU compute time per step (busy minus time in NCCL/RCCL kernels), 
 
 from __future__ import annotations
 
-from .analyze import percent
 from .model import RankRow, RankSummary, Straggler
+from .ratios import percent, relative
 
 LOCKSTEP_SPREAD = 0.05
 
@@ -38,17 +38,14 @@ def straggler(rows: list[RankRow]) -> Straggler | None:
         return None
     slowest = max(rows, key=lambda r: r.step_wall_us)
     fastest = min(rows, key=lambda r: r.step_wall_us)
-    spread = _rel(slowest.step_wall_us, fastest.step_wall_us)
+    spread = relative(slowest.step_wall_us, fastest.step_wall_us)
     criterion, worst, lead = "step_wall", slowest, spread
     has_comm = all(r.gpu_comm_us is not None for r in rows) and any(r.gpu_comm_us for r in rows)
     if spread < LOCKSTEP_SPREAD and has_comm:
         def compute(r: RankRow) -> float:
             return (r.gpu_busy_us or 0.0) - (r.gpu_comm_us or 0.0)
         worst = max(rows, key=compute)
-        criterion, lead = "gpu_compute", _rel(compute(worst), min(compute(r) for r in rows))
+        criterion, lead = "gpu_compute", relative(compute(worst), min(compute(r) for r in rows))
     return Straggler(rank=worst.rank, worker=worst.worker, criterion=criterion, step_wall_us=worst.step_wall_us,
                      slower_than_fastest_pct=100.0 * lead, spread_pct=100.0 * spread)
 
-
-def _rel(a: float, b: float) -> float:
-    return (a - b) / b if b > 0 else 0.0

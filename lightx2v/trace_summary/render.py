@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .analyze import IDLE_FLAG_RATIO, percent
 from .model import IdleStats, RankSummary, RunSummary, SkippedEvents, StepStats
 from .names import cut as _cut
 from .ranks import LOCKSTEP_SPREAD
+from .ratios import percent
+from .steps import IDLE_FLAG_RATIO
 
 NAME_WIDTH = 72
 MAX_STEP_ROWS = 12

@@ -1,0 +1,240 @@
+"""The one streaming pass: compact per-event numbers (arrays of ints and floats, interned names) that every
+question's module (steps, kernels, cpu_ops, attribution, devices) reads afterwards.
+
+Memory grows with the number of kernels and CPU ops, not with the JSON text: per CPU op or label five numbers,
+per GPU activity (kernel, memcpy, memset) five; names are stored once. What is collected:
+
+- CPU ops (``cpu_op``; older ``operator``) and ``record_function`` labels (``user_annotation`` other than
+  ``ProfilerStep#N``) in one table, in file order: thread, name id (a label's key is the 1-tuple ``(name,)``),
+  ts, dur, External id.
+- GPU activity (``kernel``, ``gpu_memcpy``, ``gpu_memset``; older ``memcpy``/``memset``): start, end, dur, name id
+  (a memory op's key is ``(kind, name)``), External id (the launching op's), and per memory op name its bytes.
+- ``ProfilerStep#N`` spans, CPU and GPU side; the span of all timed events; malformed events by field.
+
+One more question over other events (e.g. ``[memory]`` instants) is one more collector: an object with
+``categories`` and ``feed(event)``, given to :class:`Collected`; it receives every event of those categories
+(``X`` or not) that the core does not use, off the hot path of the core's own events.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+STEP_PREFIX = "ProfilerStep#"
+
+CPU_OP_CATS = frozenset({"cpu_op", "operator", "Operator"})
+LABEL_CATS = frozenset({"user_annotation"})
+KERNEL_CATS = frozenset({"kernel", "Kernel"})
+MEM_CATS = {"gpu_memcpy": "memcpy", "Memcpy": "memcpy", "memcpy": "memcpy",
+            "gpu_memset": "memset", "Memset": "memset", "memset": "memset"}
+# Frequent categories the summary does not use: skipped before any other work.
+SKIP_CATS = frozenset({"python_function", "ac2g", "cuda_runtime", "cuda_driver", "Runtime", "runtime",
+                       "driver", "Trace", "python", "fwdbwd", "overhead", "cuda_profiler_range"})
+# Kineto writes "ph" then "cat" first in every event: these events (Python stack frames, flow arrows, CUDA API
+# calls; over half of a with_stack trace) are recognised from their first bytes and never decoded at all. The
+# launch -> kernel link they would give is also in the kernels' own ``External id``.
+SKIP_HEAD = rb'\s*"ph"\s*:\s*(?:"[fs]"|"X"\s*,\s*"cat"\s*:\s*"(?:python_function|cuda_runtime|cuda_driver)")'
+
+NO_ID = -1  # External id of an event without a usable one
+
+# ts and dur must be real numbers (JSON true is an int in Python, and no time), finite and within a float's range
+# (the arrays hold doubles; the stdlib parser reads 1e400 as inf and a 400-digit integer as an int).
+_NUMBER_TYPES: frozenset[type] = frozenset({int, float})
+_FLOAT_MAX = sys.float_info.max
+
+
+class Collector(Protocol):
+    """An extra question's collector: fed every event of ``categories`` the core pass does not use."""
+
+    categories: frozenset[str]
+
+    def feed(self, event: dict[str, Any]) -> None: ...
+
+
+class Collected:
+    """The pass's state; ``feed`` batches of events into it, then hand it to the analysis modules."""
+
+    def __init__(self, extra: Iterable[Collector] = ()) -> None:
+        self.events = 0
+        self.names: dict[Any, int] = {}  # CPU op name (str) or label (1-tuple) -> id
+        self.op_thread, self.op_name, self.op_ext = array("l"), array("l"), array("q")
+        self.op_ts, self.op_dur = array("d"), array("d")
+        self.threads: dict[tuple[Any, Any], int] = {}
+        self.gpu_names: dict[Any, int] = {}  # kernel name (str) or (kind, name) of a memory op -> id
+        self.g_lo, self.g_hi, self.g_dur = array("d"), array("d"), array("d")  # every GPU activity, file order
+        self.g_name, self.g_ext = array("l"), array("q")
+        self.mem_bytes: dict[int, int | None] = {}  # memory op name id -> summed bytes (None: some unknown)
+        self.streams: set[tuple[Any, Any]] = set()
+        self.cpu_steps: dict[str, list[float]] = {}
+        self.gpu_steps: dict[str, list[float]] = {}
+        self.span_lo, self.span_hi = float("inf"), float("-inf")
+        self.malformed: dict[tuple[str, str, bool], list[Any]] = {}  # (field, problem, dropped) -> [count, example]
+        self._extra: dict[str, Any] = {}
+        for collector in extra:
+            for cat in collector.categories:
+                self._extra[cat] = collector.feed
+
+    def feed(self, batch: list[dict[str, Any]]) -> None:
+        """The hot loop: a few dict lookups per event, then appends to arrays.
+
+        An event the summary would use but whose fields it cannot (a ``ts`` that is no finite number, a negative
+        ``dur``, a name that is no string, an unhashable ``pid``) goes to ``_reject``, which says why; every
+        lookup that can fail comes before the first append, so a rejected event leaves no trace in the arrays.
+        """
+        self.events += len(batch)
+        skip, cpu_cats, label_cats, kernel_cats, mem_cats = SKIP_CATS, CPU_OP_CATS, LABEL_CATS, KERNEL_CATS, MEM_CATS
+        names, threads, gpu_names, streams, extra = self.names, self.threads, self.gpu_names, self.streams, self._extra
+        g_lo, g_hi, g_dur = self.g_lo.append, self.g_hi.append, self.g_dur.append
+        g_name, g_ext = self.g_name.append, self.g_ext.append
+        op_thread, op_name, op_ts, op_dur = (self.op_thread.append, self.op_name.append, self.op_ts.append,
+                                             self.op_dur.append)
+        op_ext = self.op_ext.append
+        span_lo, span_hi = self.span_lo, self.span_hi
+        number, big, reject = _NUMBER_TYPES, _FLOAT_MAX, self._reject
+        for ev in batch:
+            cat = ev.get("cat")
+            try:
+                if cat in skip:
+                    continue
+                if ev.get("ph") != "X":
+                    if extra and cat in extra:
+                        extra[cat](ev)
+                    continue
+            except TypeError:  # an unhashable category (a list or an object)
+                reject(ev)
+                continue
+            # Any JSON value until the check below; typed as what passes it (mypy cannot narrow by the set test,
+            # and the narrowing it can do, a tuple test, costs twice as much per event).
+            ts: float = ev.get("ts")  # type: ignore[assignment]
+            dur: float = ev.get("dur")  # type: ignore[assignment]
+            name: str = ev.get("name")  # type: ignore[assignment]
+            if (ts.__class__ not in number or dur.__class__ not in number or name.__class__ is not str
+                    or not (-big <= ts <= big and 0 <= dur <= big)):
+                reject(ev)
+                continue
+            end = ts + dur
+            if (cat in cpu_cats or cat in label_cats) and not name.startswith(STEP_PREFIX):
+                key = (ev.get("pid"), ev.get("tid"))
+                try:
+                    t = threads.get(key)
+                except TypeError:  # an unhashable pid or tid
+                    reject(ev)
+                    continue
+                if t is None:
+                    t = threads[key] = len(threads)
+                name_key: Any = name if cat in cpu_cats else (name,)
+                n = names.get(name_key)
+                if n is None:
+                    n = names[name_key] = len(names)
+                args = ev.get("args")
+                x = args.get("External id", NO_ID) if args.__class__ is dict else NO_ID
+                try:
+                    op_ext(x if x.__class__ is int else NO_ID)
+                except OverflowError:  # beyond 64 bits: no id kineto writes
+                    op_ext(NO_ID)
+                op_thread(t)
+                op_name(n)
+                op_ts(ts)
+                op_dur(dur)
+            elif cat in kernel_cats or cat in mem_cats:
+                try:
+                    streams.add((ev.get("pid"), ev.get("tid")))
+                except TypeError:
+                    reject(ev)
+                    continue
+                if cat in kernel_cats:
+                    g = gpu_names.get(name)
+                    if g is None:
+                        g = gpu_names[name] = len(gpu_names)
+                else:
+                    g = self._mem_op(mem_cats[cat], name, ev)
+                args = ev.get("args")
+                x = args.get("External id", NO_ID) if args.__class__ is dict else NO_ID
+                try:
+                    g_ext(x if x.__class__ is int else NO_ID)
+                except OverflowError:
+                    g_ext(NO_ID)
+                g_name(g)
+                g_lo(ts)
+                g_hi(end)
+                g_dur(dur)
+            elif name.startswith(STEP_PREFIX):
+                steps = self.gpu_steps if cat == "gpu_user_annotation" else self.cpu_steps
+                s = steps.get(name)
+                if s is None:
+                    steps[name] = [ts, end]
+                else:
+                    s[0], s[1] = min(s[0], ts), max(s[1], end)
+            else:
+                if extra and cat in extra:
+                    extra[cat](ev)
+                continue
+            if ts < span_lo:
+                span_lo = ts
+            if end > span_hi:
+                span_hi = end
+        self.span_lo, self.span_hi = span_lo, span_hi
+
+    def _reject(self, ev: dict[str, Any]) -> None:
+        """Count an event left out, under the first field that is malformed (off the hot path)."""
+        field, problem = malformed_field(ev)
+        self.count_malformed(field, problem, True, ev.get("name"))
+
+    def count_malformed(self, field: str, problem: str, dropped: bool, name: Any) -> None:
+        entry = self.malformed.get((field, problem, dropped))
+        if entry is None:
+            self.malformed[(field, problem, dropped)] = [1, name if isinstance(name, str) else ""]
+        else:
+            entry[0] += 1
+
+    def _mem_op(self, kind: str, name: str, ev: dict[str, Any]) -> int:
+        """The name id of a memcpy/memset, adding its ``args.bytes`` to the name's total (off the hot path)."""
+        args = ev.get("args")
+        nbytes = args.get("bytes") if isinstance(args, dict) else None
+        if nbytes is not None and (nbytes.__class__ is not int or nbytes < 0):
+            self.count_malformed("args.bytes", "not a non-negative integer (size left unknown)", False, name)
+            nbytes = None
+        key = (kind, name)
+        g = self.gpu_names.get(key)
+        if g is None:
+            g = self.gpu_names[key] = len(self.gpu_names)
+            self.mem_bytes[g] = nbytes
+        else:
+            total = self.mem_bytes[g]
+            self.mem_bytes[g] = total + nbytes if total is not None and nbytes is not None else None
+        return g
+
+    # -- views the analysis modules share ----------------------------------------------------------------
+    def op_names(self) -> list[str]:
+        """Name per op name id (labels by their text)."""
+        return [k if k.__class__ is str else k[0] for k in self.names]
+
+    def label_ids(self) -> bytearray:
+        """1 per name id that is a record_function label, 0 per CPU op name."""
+        return bytearray(k.__class__ is tuple for k in self.names)
+
+
+def malformed_field(ev: dict[str, Any]) -> tuple[str, str]:
+    """(field, problem) for the first field of ``ev`` that the summary cannot use: the reason it is left out."""
+    try:
+        hash(ev.get("cat"))
+    except TypeError:
+        return "cat", "not a string"
+    for key, lowest in (("ts", -_FLOAT_MAX), ("dur", 0)):
+        if key not in ev:
+            return key, "missing"
+        value = ev[key]
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return key, "not a number"
+        if not (-_FLOAT_MAX <= value <= _FLOAT_MAX):
+            return key, "not a finite number"
+        if value < lowest:
+            return key, "negative"
+    if "name" not in ev:
+        return "name", "missing"
+    if not isinstance(ev["name"], str):
+        return "name", "not a string"
+    return "pid/tid", "not a number or string"

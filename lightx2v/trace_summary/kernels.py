@@ -1,0 +1,70 @@
+"""GPU kernels and memory operations: per-name totals, GPU busy time, communication kernels.
+
+- GPU activity: events of category ``kernel``, ``gpu_memcpy``, ``gpu_memset`` (older: ``memcpy``/``memset``) on
+  any device and stream of the file. GPU busy time is the length of their union, not their sum.
+- A kernel's share is of the summed GPU activity (kernels + memcpy + memset).
+- Communication kernels (NCCL/RCCL, by COMM_MARKERS in the name) are measured apart for the rank comparison.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import intervals
+from .collect import Collected
+from .model import GpuTotals, KernelStat, MemOpStat
+from .names import short_name
+from .ratios import percent
+
+COMM_MARKERS = ("nccl", "rccl")
+
+Intervals = list[tuple[float, float]]
+
+
+@dataclass
+class GpuWork:
+    """The per-name and interval figures the summary needs, computed once from the pass's arrays."""
+
+    kernels: list[KernelStat]  # every kernel name, most time first
+    memory_ops: list[MemOpStat]  # every memcpy/memset name, most time first
+    totals: GpuTotals | None  # None without any GPU activity
+    busy: Intervals  # union of all GPU activity
+    comm: Intervals  # union of communication kernels
+    kernel_starts: list[float]  # sorted
+
+
+def gpu_work(c: Collected) -> GpuWork:
+    keys = list(c.gpu_names)
+    calls = [0] * len(keys)
+    total = [0.0] * len(keys)
+    for g, d in zip(c.g_name, c.g_dur, strict=True):
+        calls[g] += 1
+        total[g] += d
+    is_kernel = [k.__class__ is str for k in keys]
+    is_comm = [is_kernel[g] and any(m in k.lower() for m in COMM_MARKERS) for g, k in enumerate(keys)]
+    kernel_us = sum((total[g] for g in range(len(keys)) if is_kernel[g]), 0.0)
+    activity_us = kernel_us + sum((total[g] for g in range(len(keys)) if not is_kernel[g]), 0.0)
+    ranked = sorted((g for g in range(len(keys)) if is_kernel[g]), key=lambda g: -total[g])
+    kernels = [KernelStat(name=keys[g], short_name=short_name(keys[g]), calls=calls[g], total_us=total[g],
+                          mean_us=total[g] / calls[g], pct_of_gpu_time=percent(total[g], activity_us) or 0.0)
+               for g in ranked]
+    memory = sorted((g for g in range(len(keys)) if not is_kernel[g]), key=lambda g: -total[g])
+    memory_ops = [MemOpStat(kind=keys[g][0], name=keys[g][1], calls=calls[g], total_us=total[g],
+                            bytes=c.mem_bytes[g]) for g in memory]
+    busy = intervals.merge(zip(c.g_lo, c.g_hi, strict=True))
+    starts = sorted(lo for lo, g in zip(c.g_lo, c.g_name, strict=True) if is_kernel[g])
+    comm = intervals.merge((lo, hi) for lo, hi, g in zip(c.g_lo, c.g_hi, c.g_name, strict=True) if is_comm[g]) \
+        if any(is_comm) else []
+    totals = None
+    if len(c.g_lo):
+        totals = GpuTotals(
+            busy_us=sum(b - a for a, b in busy),
+            activity_us=activity_us,
+            kernel_count=len(starts),
+            kernel_us=kernel_us,
+            memcpy_us=sum((m.total_us for m in memory_ops if m.kind == "memcpy"), 0.0),
+            memset_us=sum((m.total_us for m in memory_ops if m.kind == "memset"), 0.0),
+            streams=len(c.streams),
+        )
+    return GpuWork(kernels=kernels, memory_ops=memory_ops, totals=totals, busy=busy, comm=comm,
+                   kernel_starts=starts)

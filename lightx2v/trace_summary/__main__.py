@@ -1,4 +1,5 @@
-"""``python -m lightx2v.trace_summary PATH... [--top N] [--json]``: print a trace's summary.
+"""``python -m lightx2v.trace_summary PATH... [--top N] [--json]``: print a trace's summary;
+``--diff BASE NEW`` (or ``--diff LOGDIR``: its two newest runs): compare two captures.
 
 Every PATH is reported on its own: one that is missing, not a trace or holds no traces, and a rank file of a run
 that is truncated or corrupt, each get one line on stderr naming the file and the problem, while everything
@@ -6,7 +7,8 @@ that can be read is still printed. A folder's files that are not traces are skip
 stderr saying how many (and in ``--json``, ``skipped_files``).
 
 Exit status: 0 when every PATH and file was read, 1 when any could not be (after printing the rest), 2 for bad
-command-line usage.
+command-line usage. With ``--diff``: 0 when both sides were read and compared, 2 when a side cannot be
+(missing, not a trace, truncated, a logdir with fewer than two runs), with the reason on stderr.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ import sys
 
 from tqdm import tqdm
 
-from .discover import resolve, skipped_phrase
+from .diff import compare_runs, diff_to_json
+from .discover import RunFiles, newest_runs, resolve, skipped_phrase
 from .errors import TraceError
 from .model import SkippedFile, to_json
 from .render import render_runs
+from .render_diff import render_diff
 from .summarize import summarize_run
 
 
@@ -42,19 +46,30 @@ def build_parser() -> argparse.ArgumentParser:
                     "slowest rank.",
         epilog="PATH: a trace file (.json or .json.gz, TensorBoard or chrome format), a run directory (one file "
                "per rank), or a TensorBoard logdir (its newest run). Files given together from one directory "
-               "are treated as the ranks of one run.")
+               "are treated as the ranks of one run. --diff BASE NEW: compare two captures (each a PATH), per "
+               "profiled step: step time, GPU busy and idle, kernels and CPU ops added, removed and changed, "
+               "each op's kernels, memcpy/memset, rank to rank; --diff LOGDIR compares its two newest runs.")
     parser.add_argument("paths", nargs="+", metavar="PATH")
+    parser.add_argument("--diff", action="store_true",
+                        help="compare two captures: PATH is BASE NEW, or one logdir (its two newest runs: older "
+                             "is BASE); the verdict line comes first")
     parser.add_argument("--top", type=_positive, default=10, metavar="N",
                         help="rows in the kernel and CPU-op tables (default 10)")
     parser.add_argument("--json", action="store_true",
-                        help="print JSON (schema lightx2v.trace_summary/1, see docs/trace_summary.md) instead of text")
+                        help="print JSON (schema lightx2v.trace_summary/1, with --diff lightx2v.trace_summary.diff/1; "
+                             "see docs/trace_summary.md) instead of text")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="replace")  # names with undecodable bytes must not crash the report
+    if args.diff:
+        if len(args.paths) > 2:
+            parser.error(f"--diff takes BASE NEW or one logdir, got {len(args.paths)} paths")
+        return _diff(args.paths, args.top, args.json)
     errors: list[TraceError] = []
     try:
         runs_files = resolve(args.paths, errors)
@@ -82,6 +97,47 @@ def main(argv: list[str] | None = None) -> int:
     for exc in errors:
         print(f"trace_summary: error: {exc}", file=sys.stderr)
     return 1 if errors else 0
+
+
+def _diff(paths: list[str], top: int, as_json: bool) -> int:
+    """``--diff``: both sides summarized (one pass each), compared, printed; 2 when a side cannot be read."""
+    try:
+        if len(paths) == 1:
+            if not os.path.isdir(paths[0]):
+                raise TraceError(paths[0], "--diff with one PATH needs a logdir holding two runs (or give BASE NEW)")
+            sides = newest_runs(paths[0])
+            print(f"trace_summary: comparing the two newest runs of {paths[0]}: BASE {sides[0].path}, "
+                  f"NEW {sides[1].path}", file=sys.stderr)
+        else:
+            sides = [_one_run(path) for path in paths]
+        total = sum(_size(path) for run in sides for path in run.files)
+        with tqdm(total=total, unit="B", unit_scale=True, desc="reading", file=sys.stderr, disable=None,
+                  delay=1.0, leave=False) as bar:
+            base, new = (summarize_run(run, top, bar.update) for run in sides)
+        diff = compare_runs(base, new)
+    except TraceError as exc:
+        print(f"trace_summary: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    for run in (base, new):
+        if run.skipped_files:
+            print(f"trace_summary: note: {skipped_note(run.skipped_files)}", file=sys.stderr)
+    try:
+        if as_json:
+            json.dump(diff_to_json(diff), sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        else:
+            sys.stdout.write(render_diff(diff, top))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        sys.stdout = None
+    return 0
+
+
+def _one_run(path: str) -> RunFiles:
+    runs = resolve([path])
+    return runs[0]
 
 
 def skipped_note(skipped: list[SkippedFile], names: int = 4) -> str:

@@ -31,7 +31,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .model import RunSummary, _rounded
+from .model import RankSummary, RankTables, RunSummary, _rounded
+from .ratios import percent
 
 DIFF_SCHEMA = "lightx2v.trace_summary.diff/1"
 
@@ -151,7 +152,287 @@ class RunDiff:
 def compare_runs(base: RunSummary, new: RunSummary) -> RunDiff:
     """Compare two runs' summaries (made by ``summarize_run`` / ``summarize_paths``); raises ValueError when a
     side has no readable rank."""
-    raise NotImplementedError  # filled in by the following commits
+    for side, run in (("BASE", base), ("NEW", new)):
+        if not run.ranks:
+            raise ValueError(f"{side} ({run.path}) has no readable trace")
+    pairs, lone_base, lone_new = _pair_ranks(base.ranks, new.ranks)
+    rank_diffs = [compare_ranks(b, n) for b, n in pairs]
+    notes = []
+    if len(base.ranks) != len(new.ranks):
+        notes.append(f"rank counts differ: BASE has {len(base.ranks)}, NEW has {len(new.ranks)}; "
+                     f"compared {len(pairs)} pair{'s' if len(pairs) != 1 else ''} rank to rank")
+    elif lone_base:
+        notes.append("the two runs hold different ranks: compared the ones both have")
+    b_info, n_info = _side(base), _side(new)
+    step = _delta(b_info.step_wall_us, n_info.step_wall_us)
+    if len(rank_diffs) == 1 and len(base.ranks) == len(new.ranks) == 1:
+        verdict = rank_diffs[0].verdict
+    else:
+        verdict = _verdict(step, _mean_group_deltas(rank_diffs), "per step (slowest rank)")
+    return RunDiff(base=b_info, new=n_info, verdict=verdict, step_wall_us=step, ranks=rank_diffs,
+                   unmatched_base=[_who(r) for r in lone_base], unmatched_new=[_who(r) for r in lone_new],
+                   notes=notes)
+
+
+def compare_ranks(base: RankSummary, new: RankSummary) -> RankDiff:
+    """One rank of BASE against one rank of NEW, every figure per profiled step."""
+    nb, nn = _steps(base), _steps(new)
+    kernels = _kernel_changes(base, new, nb, nn)
+    ops = _op_changes(base, new, nb, nn)
+    step = _delta(_mean(s.wall_us for s in base.steps), _mean(s.wall_us for s in new.steps))
+    diff = RankDiff(
+        rank=new.rank if new.rank is not None else base.rank,
+        base_worker=base.worker, new_worker=new.worker, base_file=base.file, new_file=new.file,
+        base_steps=len(base.steps), new_steps=len(new.steps),
+        step_wall_us=step,
+        gpu_busy_us=_delta(_busy(base), _busy(new)),
+        gpu_idle_us=_delta(_idle(base), _idle(new)),
+        kernel_calls_per_step=_delta(base.gpu.kernel_count / nb if base.gpu else None,
+                                     new.gpu.kernel_count / nn if new.gpu else None),
+        kernel_time_per_step_us=_delta(base.gpu.kernel_us / nb if base.gpu else None,
+                                       new.gpu.kernel_us / nn if new.gpu else None),
+        cpu_self_per_step_us=_delta(base.cpu_self_total_us / nb, new.cpu_self_total_us / nn),
+        kernels=kernels,
+        cpu_ops=_cpu_op_changes(base, new, nb, nn),
+        memory=_memory_changes(base, new, nb, nn),
+        ops=ops,
+        verdict="",
+    )
+    diff.verdict = _verdict(step, [(group_name(o), o.gpu_time_per_step_us.delta or 0.0) for o in ops],
+                            "per step")
+    return diff
+
+
+def group_name(op: OpKernels) -> str:
+    """How an op group is named in the verdict and tables: its label, else its top-level op."""
+    return op.label or op.op or NO_OP
+
+
+def group_path(label: str, op: str) -> str:
+    """``attn / aten::scaled_dot_product_attention``: the label and top-level op of a group."""
+    return f"{label} / {op or NO_OP}" if label else (op or NO_OP)
+
+
+NO_OP = "(no launching op)"
+
+
+# -- pieces -------------------------------------------------------------------------------------------------
+
+def _steps(r: RankSummary) -> int:
+    return len(r.steps) or 1
+
+
+def _mean(values: Any) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else 0.0
+
+
+def _busy(r: RankSummary) -> float | None:
+    return _mean(s.gpu_busy_us or 0.0 for s in r.steps) if r.gpu is not None else None
+
+
+def _idle(r: RankSummary) -> float | None:
+    return _mean(s.idle.idle_us for s in r.steps if s.idle is not None) if r.idle is not None else None
+
+
+def _delta(base: float | None, new: float | None) -> Delta:
+    if base is None or new is None:
+        return Delta(base=base, new=new, delta=None, delta_pct=None)
+    delta = new - base
+    return Delta(base=base, new=new, delta=delta, delta_pct=percent(delta, base))
+
+
+def _close(a: float, b: float) -> bool:
+    """Equal up to float summation order (a figure summed over duplicated steps, divided back)."""
+    return abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1.0)
+
+
+def _status(in_base: bool, in_new: bool, same: bool) -> str:
+    if not in_base:
+        return ADDED
+    if not in_new:
+        return REMOVED
+    return SAME if same else CHANGED
+
+
+def _by_abs_delta(d: Delta) -> float:
+    return -abs(d.delta or 0.0)
+
+
+def _tables(r: RankSummary) -> RankTables:
+    if r.tables is None:
+        raise ValueError(f"{r.file}: a summary without tables (made from JSON?) cannot be compared")
+    return r.tables
+
+
+def _kernel_changes(base: RankSummary, new: RankSummary, nb: int, nn: int) -> list[KernelChange]:
+    b = {k.name: k for k in _tables(base).kernels}
+    n = {k.name: k for k in _tables(new).kernels}
+    groups: dict[str, dict[str, float]] = {}  # kernel -> group path -> time, both sides
+    for r in (base, new):
+        for launch in _tables(r).launches:
+            if launch.kind == "kernel":
+                by_group = groups.setdefault(launch.name, {})
+                path = group_path(launch.label, launch.op)
+                by_group[path] = by_group.get(path, 0.0) + launch.total_us
+    out = []
+    for name in {**b, **n}:
+        kb, kn = b.get(name), n.get(name)
+        calls = _delta(kb.calls / nb if kb else 0.0, kn.calls / nn if kn else 0.0)
+        time = _delta(kb.total_us / nb if kb else 0.0, kn.total_us / nn if kn else 0.0)
+        same = _close(calls.base or 0.0, calls.new or 0.0) and _close(time.base or 0.0, time.new or 0.0)
+        ops = sorted(groups.get(name, {}).items(), key=lambda item: -item[1])
+        out.append(KernelChange(name=name, short_name=(kb or kn).short_name,  # type: ignore[union-attr]
+                                status=_status(kb is not None, kn is not None, same), calls_per_step=calls,
+                                time_per_step_us=time, ops=[path for path, _ in ops]))
+    out.sort(key=lambda k: _by_abs_delta(k.time_per_step_us))
+    return out
+
+
+def _cpu_op_changes(base: RankSummary, new: RankSummary, nb: int, nn: int) -> list[CpuOpChange]:
+    b = {o.name: o for o in _tables(base).cpu_ops}
+    n = {o.name: o for o in _tables(new).cpu_ops}
+    out = []
+    for name in {**b, **n}:
+        ob, on = b.get(name), n.get(name)
+        calls = _delta(ob.calls / nb if ob else 0.0, on.calls / nn if on else 0.0)
+        self_us = _delta(ob.self_us / nb if ob else 0.0, on.self_us / nn if on else 0.0)
+        total = _delta(ob.total_us / nb if ob else 0.0, on.total_us / nn if on else 0.0)
+        same = all(_close(d.base or 0.0, d.new or 0.0) for d in (calls, self_us, total))
+        out.append(CpuOpChange(name=name, status=_status(ob is not None, on is not None, same),
+                               calls_per_step=calls, self_per_step_us=self_us, total_per_step_us=total))
+    out.sort(key=lambda o: _by_abs_delta(o.self_per_step_us))
+    return out
+
+
+def _memory_changes(base: RankSummary, new: RankSummary, nb: int, nn: int) -> list[MemoryChange]:
+    out = []
+    for kind in ("memcpy", "memset"):
+        sides = []
+        for r, steps in ((base, nb), (new, nn)):
+            ops = [m for m in r.memory_ops if m.kind == kind]
+            nbytes = None if any(m.bytes is None for m in ops) else sum(m.bytes or 0 for m in ops)
+            sides.append((sum(m.calls for m in ops) / steps, sum(m.total_us for m in ops) / steps,
+                          nbytes / steps if nbytes is not None else None))
+        if sides[0][0] or sides[1][0]:
+            (cb, tb, bb), (cn, tn, bn) = sides
+            out.append(MemoryChange(kind=kind, calls_per_step=_delta(cb, cn), time_per_step_us=_delta(tb, tn),
+                                    bytes_per_step=_delta(bb, bn)))
+    return out
+
+
+def _op_changes(base: RankSummary, new: RankSummary, nb: int, nn: int) -> list[OpKernels]:
+    @dataclass
+    class Group:
+        calls: int = 0
+        time: float = 0.0
+        kernels: dict[str, float] = field(default_factory=dict)
+        launchers: dict[str, float] = field(default_factory=dict)
+
+    sides: list[dict[tuple[str, str], Group]] = []
+    for r in (base, new):
+        groups: dict[tuple[str, str], Group] = {}
+        for launch in _tables(r).launches:
+            g = groups.get((launch.label, launch.op))
+            if g is None:
+                g = groups[(launch.label, launch.op)] = Group()
+            g.time += launch.total_us
+            if launch.kind == "kernel":
+                g.calls += launch.calls
+                g.kernels[launch.name] = g.kernels.get(launch.name, 0.0) + launch.total_us
+            if launch.launcher:
+                g.launchers[launch.launcher] = g.launchers.get(launch.launcher, 0.0) + launch.total_us
+        sides.append(groups)
+    b, n = sides
+    out = []
+    for key in {**b, **n}:
+        gb, gn = b.get(key), n.get(key)
+        calls = _delta(gb.calls / nb if gb else 0.0, gn.calls / nn if gn else 0.0)
+        time = _delta(gb.time / nb if gb else 0.0, gn.time / nn if gn else 0.0)
+        kb, kn = set(gb.kernels) if gb else set(), set(gn.kernels) if gn else set()
+        if gb is None:
+            status = ADDED
+        elif gn is None:
+            status = REMOVED
+        elif kb != kn:
+            status = KERNELS_CHANGED
+        else:
+            status = SAME if _close(calls.base or 0.0, calls.new or 0.0) and _close(time.base or 0.0,
+                                                                                      time.new or 0.0) else CHANGED
+        out.append(OpKernels(
+            op=key[1], label=key[0], status=status, kernel_calls_per_step=calls, gpu_time_per_step_us=time,
+            kernels_removed=_by_time(gb.kernels, kb - kn) if gb else [],
+            kernels_added=_by_time(gn.kernels, kn - kb) if gn else [],
+            launchers_base=_by_time(gb.launchers, set(gb.launchers)) if gb else [],
+            launchers_new=_by_time(gn.launchers, set(gn.launchers)) if gn else []))
+    out.sort(key=lambda o: _by_abs_delta(o.gpu_time_per_step_us))
+    return out
+
+
+def _by_time(times: dict[str, float], names: set[str]) -> list[str]:
+    return sorted(names, key=lambda name: (-times[name], name))
+
+
+def _verdict(step: Delta, groups: list[tuple[str, float]], per: str) -> str:
+    """``NEW is 18.3% faster per step (-4.1 ms); attn -3.6 ms, aten::linear -0.4 ms``."""
+    base, delta = step.base or 0.0, step.delta or 0.0
+    pct = abs(100.0 * delta / base) if base > 0 else 0.0
+    if base <= 0:
+        head = f"NEW takes {signed_ms(delta)} ms {per} (BASE has no step time)"
+    elif pct < CHANGED_PCT:
+        head = f"NEW is about as fast {per} ({signed_ms(delta)} ms, {100.0 * delta / base:+.1f}%)"
+    else:
+        head = f"NEW is {pct:.1f}% {'faster' if delta < 0 else 'slower'} {per} ({signed_ms(delta)} ms)"
+    named = [(name, d) for name, d in sorted(groups, key=lambda g: -abs(g[1])) if not _close(d, 0.0)]
+    if not named:
+        return head
+    return head + "; " + ", ".join(f"{name} {signed_ms(d)} ms" for name, d in named[:VERDICT_GROUPS])
+
+
+def _mean_group_deltas(ranks: list[RankDiff]) -> list[tuple[str, float]]:
+    """Each group's GPU-time delta per step, the mean over the compared rank pairs."""
+    total: dict[str, float] = {}
+    for r in ranks:
+        for o in r.ops:
+            total[group_name(o)] = total.get(group_name(o), 0.0) + (o.gpu_time_per_step_us.delta or 0.0)
+    return [(name, d / len(ranks)) for name, d in total.items()] if ranks else []
+
+
+def signed_ms(us: float) -> str:
+    """Microseconds as signed milliseconds with the digits that matter: ``-4.1``, ``+0.046``."""
+    ms = us / 1000
+    digits = 0 if abs(ms) >= 100 else 1 if abs(ms) >= 10 else 2 if abs(ms) >= 1 else 3
+    return f"{ms:+.{digits}f}"
+
+
+def _who(r: RankSummary) -> str:
+    return f"rank {r.rank} ({r.worker})" if r.rank is not None else r.worker
+
+
+def _side(run: RunSummary) -> SideInfo:
+    walls = [_mean(s.wall_us for s in r.steps) for r in run.ranks]
+    s = run.straggler
+    who = None
+    if s is not None:
+        who = f"rank {s.rank} ({s.worker})" if s.rank is not None else s.worker
+    return SideInfo(label=run.label, path=run.path, ranks=len(run.ranks), straggler=who, step_wall_us=max(walls))
+
+
+def _pair_ranks(base: list[RankSummary], new: list[RankSummary]
+                ) -> tuple[list[tuple[RankSummary, RankSummary]], list[RankSummary], list[RankSummary]]:
+    """Rank N with rank N when both sides record distinct ranks, else the files in order."""
+    def by_rank(ranks: list[RankSummary]) -> dict[int, RankSummary] | None:
+        numbers = [r.rank for r in ranks]
+        if None in numbers or len(set(numbers)) != len(numbers):
+            return None
+        return {r.rank: r for r in ranks if r.rank is not None}
+
+    b, n = by_rank(base), by_rank(new)
+    if b is not None and n is not None and (set(b) & set(n) or not (b or n)):
+        pairs = [(b[k], n[k]) for k in sorted(set(b) & set(n))]
+        return pairs, [b[k] for k in sorted(set(b) - set(n))], [n[k] for k in sorted(set(n) - set(b))]
+    count = min(len(base), len(new))
+    return list(zip(base[:count], new[:count], strict=True)), base[count:], new[count:]
 
 
 def diff_to_json(diff: RunDiff) -> dict[str, Any]:

@@ -106,8 +106,31 @@ def _from_dir(path: str) -> RunFiles:
     files, skipped = scan(path)
     if files:
         return RunFiles(os.path.basename(os.path.abspath(path)), path, files, skipped)
-    newest: RunFiles | None = None
-    newest_mtime = -1.0
+    runs = _runs_below(path, skipped)
+    if not runs:
+        raise _no_traces(path, skipped)
+    return runs[-1]
+
+
+def newest_runs(path: str, count: int = 2) -> list[RunFiles]:
+    """The ``count`` newest runs below the logdir ``path``, oldest first (by their newest trace file's mtime);
+    raises TraceError when there are fewer."""
+    files, skipped = scan(path)
+    if files:
+        raise TraceError(path, f"a run directory (its traces are one run), not a logdir of {count} runs: name "
+                               "the runs to compare")
+    runs = _runs_below(path, skipped)
+    if not runs:
+        raise _no_traces(path, skipped)
+    if len(runs) < count:
+        raise TraceError(path, f"holds {len(runs)} run{'s' if len(runs) != 1 else ''} ({runs[0].path}), "
+                               f"{count} are needed to compare")
+    return runs[-count:]
+
+
+def _runs_below(path: str, skipped: list[SkippedFile]) -> list[RunFiles]:
+    """The runs in the subdirectories of ``path``, oldest first (ties: by path)."""
+    found_runs: list[tuple[float, str, RunFiles]] = []
     for root, dirs, _ in os.walk(path):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         if root == path:
@@ -115,13 +138,14 @@ def _from_dir(path: str) -> RunFiles:
         found, found_skipped = scan(root)
         if found:
             mtime = max(_mtime(f) for f in found)
-            if newest is None or mtime > newest_mtime or (mtime == newest_mtime and root > newest.path):
-                newest, newest_mtime = RunFiles(os.path.basename(root), root, found, skipped + found_skipped), mtime
-    if newest is None:
-        raise TraceError(path, "no trace files here or in its subdirectories (expected *.pt.trace.json[.gz] or "
-                               "chrome *.json traces" + (f"; skipped {skipped_phrase(len(skipped))})"
-                                                         if skipped else ")"))
-    return newest
+            found_runs.append((mtime, root, RunFiles(os.path.basename(root), root, found, skipped + found_skipped)))
+    return [run for _, _, run in sorted(found_runs, key=lambda item: (item[0], item[1]))]
+
+
+def _no_traces(path: str, skipped: list[SkippedFile]) -> TraceError:
+    return TraceError(path, "no trace files here or in its subdirectories (expected *.pt.trace.json[.gz] or "
+                            "chrome *.json traces" + (f"; skipped {skipped_phrase(len(skipped))})"
+                                                      if skipped else ")"))
 
 
 def _mtime(path: str) -> float:

@@ -1,10 +1,153 @@
-"""The plain-text report of ``--diff``: the verdict first, then BASE / NEW / delta tables (ASCII, <= ~110 columns)."""
+"""The plain-text report of ``--diff``: the verdict first, then BASE / NEW / delta tables (ASCII, <= ~110 columns).
+
+Every figure is per profiled step (see ``diff``); "calls" columns read ``BASE>NEW``.
+"""
 
 from __future__ import annotations
 
-from .diff import RunDiff
+from .diff import ADDED, REMOVED, SAME, Delta, OpKernels, RankDiff, RunDiff, group_path
+from .names import cut, short_name
+from .render import format_bytes
+
+NAME_WIDTH = 44
+KERNEL_LIST = 3  # kernels named under an op group whose kernels changed, per side
 
 
 def render_diff(diff: RunDiff, top: int = 10) -> str:
     """The report for a terminal; ``top``: rows per table (kernels, CPU ops, op groups)."""
-    raise NotImplementedError  # filled in by the following commits
+    b, n = diff.base, diff.new
+    lines = [diff.verdict, ""]
+    for tag, side in (("BASE", b), ("NEW ", n)):
+        ranks = f"{side.ranks} ranks, straggler {side.straggler}" if side.straggler else \
+            f"{side.ranks} rank{'s' if side.ranks != 1 else ''}"
+        lines.append(f"  {tag}  {side.label} ({side.path}): {ranks}")
+    for note in diff.notes:
+        lines.append(f"  note  {note}")
+    for tag, lone in (("BASE", diff.unmatched_base), ("NEW", diff.unmatched_new)):
+        if lone:
+            lines.append(f"  only in {tag}: {', '.join(lone)}")
+    if len(diff.ranks) > 1 or b.ranks > 1 or n.ranks > 1:
+        lines += ["", _table_head("run step time (slowest rank's mean)"),
+                  _row("step wall ms", diff.step_wall_us),
+                  "", f"  {'rank':>4}  {'BASE step ms':>12} {'NEW step ms':>12} {'delta ms':>10} {'%':>7}  workers"]
+        for r in diff.ranks:
+            d = r.step_wall_us
+            lines.append(f"  {_opt(r.rank):>4}  {_ms(d.base):>12} {_ms(d.new):>12} {_sms(d.delta):>10} "
+                         f"{_pct(d.delta_pct):>7}  {cut(r.base_worker, 24)} > {cut(r.new_worker, 24)}")
+    for r in diff.ranks:
+        if len(diff.ranks) > 1:
+            lines += ["", "=" * 100, f"Rank {_opt(r.rank)}: {r.verdict}"]
+        lines += ["", render_rank_diff(r, top)]
+    return "\n".join(lines) + "\n"
+
+
+def render_rank_diff(r: RankDiff, top: int = 10) -> str:
+    lines = [f"  steps: BASE {r.base_steps} ({r.base_file}), NEW {r.new_steps} ({r.new_file})", "",
+             _table_head("per step"),
+             _row("step wall ms", r.step_wall_us),
+             _row("GPU busy ms", r.gpu_busy_us),
+             _row("GPU idle ms", r.gpu_idle_us),
+             _row("kernels", r.kernel_calls_per_step, count=True),
+             _row("kernel time ms", r.kernel_time_per_step_us),
+             _row("CPU op self ms", r.cpu_self_per_step_us)]
+    for m in r.memory:
+        lines.append(_row(f"{m.kind} ms", m.time_per_step_us))
+        lines.append(_row(f"{m.kind} calls", m.calls_per_step, count=True))
+        if m.bytes_per_step.base is not None or m.bytes_per_step.new is not None:
+            lines.append(f"  {m.kind + ' bytes':<18} {_bytes(m.bytes_per_step.base):>12} "
+                         f"{_bytes(m.bytes_per_step.new):>12}")
+
+    changed_ops = [o for o in r.ops if o.status != SAME]
+    lines += ["", f"Op groups (label / top-level op) whose GPU work changed: {len(changed_ops)} of {len(r.ops)}"]
+    if changed_ops:
+        lines.append(f"  {'status':<15} {'calls B>N':>13} {'BASE ms':>9} {'NEW ms':>9} {'delta ms':>9} {'%':>7}  group")
+        for o in changed_ops[:top]:
+            lines += _op_lines(o)
+        if len(changed_ops) > top:
+            lines.append(f"  ... {len(changed_ops) - top} more")
+
+    kernels = [k for k in r.kernels if k.status != SAME]
+    counts = {s: sum(1 for k in r.kernels if k.status == s) for s in (ADDED, REMOVED, "changed", SAME)}
+    lines += ["", f"Kernels: {counts[ADDED]} added, {counts[REMOVED]} removed, {counts['changed']} changed, "
+                  f"{counts[SAME]} the same (per step, by |delta time|)"]
+    if kernels:
+        lines.append(f"  {'status':<8} {'calls B>N':>13} {'BASE ms':>9} {'NEW ms':>9} {'delta ms':>9} {'%':>7}  "
+                     "kernel [launched by]")
+        for k in kernels[:top]:
+            where = f" [{cut(k.ops[0], 30)}{' +' + str(len(k.ops) - 1) if len(k.ops) > 1 else ''}]" if k.ops else ""
+            lines.append(f"  {k.status:<8} {_calls(k.calls_per_step):>13} {_ms(k.time_per_step_us.base):>9} "
+                         f"{_ms(k.time_per_step_us.new):>9} {_sms(k.time_per_step_us.delta):>9} "
+                         f"{_pct(k.time_per_step_us.delta_pct):>7}  {cut(k.short_name, NAME_WIDTH)}{where}")
+        if len(kernels) > top:
+            lines.append(f"  ... {len(kernels) - top} more")
+
+    ops = [o for o in r.cpu_ops if o.status != SAME]
+    lines += ["", f"CPU ops: {sum(1 for o in r.cpu_ops if o.status == ADDED)} added, "
+                  f"{sum(1 for o in r.cpu_ops if o.status == REMOVED)} removed, "
+                  f"{sum(1 for o in r.cpu_ops if o.status == 'changed')} changed (per step, by |delta self time|)"]
+    if ops:
+        lines.append(f"  {'status':<8} {'calls B>N':>13} {'BASE self':>9} {'NEW self':>9} {'delta ms':>9} "
+                     f"{'%':>7}  op")
+        for op in ops[:top]:
+            d = op.self_per_step_us
+            lines.append(f"  {op.status:<8} {_calls(op.calls_per_step):>13} {_ms(d.base):>9} {_ms(d.new):>9} "
+                         f"{_sms(d.delta):>9} {_pct(d.delta_pct):>7}  {cut(op.name, NAME_WIDTH)}")
+        if len(ops) > top:
+            lines.append(f"  ... {len(ops) - top} more")
+    return "\n".join(lines)
+
+
+def _op_lines(o: OpKernels) -> list[str]:
+    d = o.gpu_time_per_step_us
+    lines = [f"  {o.status:<15} {_calls(o.kernel_calls_per_step):>13} {_ms(d.base):>9} {_ms(d.new):>9} "
+             f"{_sms(d.delta):>9} {_pct(d.delta_pct):>7}  {cut(group_path(o.label, o.op), NAME_WIDTH)}"]
+    for sign, names in (("-", o.kernels_removed), ("+", o.kernels_added)):
+        if o.status in (ADDED, REMOVED):
+            break
+        for name in names[:KERNEL_LIST]:
+            lines.append(f"      {sign} {cut(short_name(name), 90)}")
+        if len(names) > KERNEL_LIST:
+            lines.append(f"      {sign} ... {len(names) - KERNEL_LIST} more")
+    if o.launchers_base and o.launchers_new and set(o.launchers_base) != set(o.launchers_new):
+        lines.append(f"      launched by: {', '.join(o.launchers_base[:2])} -> {', '.join(o.launchers_new[:2])}")
+    return lines
+
+
+def _table_head(what: str) -> str:
+    return f"  {what:<18} {'BASE':>12} {'NEW':>12} {'delta':>12} {'%':>7}"
+
+
+def _row(name: str, d: Delta, count: bool = False) -> str:
+    fmt = _num if count else _ms
+    delta = "-" if d.delta is None else (f"{d.delta:+.1f}" if count else _sms(d.delta))
+    return f"  {name:<18} {fmt(d.base):>12} {fmt(d.new):>12} {delta:>12} {_pct(d.delta_pct):>7}"
+
+
+def _calls(d: Delta) -> str:
+    return f"{_num(d.base)}>{_num(d.new)}"
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return str(int(value)) if value == int(value) else f"{value:.1f}"
+
+
+def _ms(us: float | None) -> str:
+    return "-" if us is None else f"{us / 1000:.3f}"
+
+
+def _sms(us: float | None) -> str:
+    return "-" if us is None else f"{us / 1000:+.3f}"
+
+
+def _pct(pct: float | None) -> str:
+    return "-" if pct is None else f"{pct:+.1f}"
+
+
+def _bytes(value: float | None) -> str:
+    return format_bytes(round(value)) if value is not None else "-"
+
+
+def _opt(value: object) -> str:
+    return "-" if value is None else str(value)

@@ -5,17 +5,21 @@
     print(render_runs(runs))
 
 Modules, one idea each: ``reader`` (streaming JSON events, plain or gzip), ``discover`` (which files a PATH
-means, by the stack's one trace rule in ``lightx2v.trace_files``), ``analyze`` (one file -> RankSummary),
-``intervals`` (busy-time unions), ``ranks`` (straggler), ``render`` (text), ``model`` (dataclasses = the --json
-schema), ``hook`` (the profiler's per-capture summary).
+means, by the stack's one trace rule in ``lightx2v.trace_files``), ``analyze`` (one file -> RankSummary: a
+thin front over ``collect``, the one streaming pass, and one module per question: ``steps``, ``kernels``,
+``cpu_ops`` over ``optree``, ``attribution``, ``devices``), ``intervals`` (busy-time unions), ``ranks``
+(straggler), ``render`` (text), ``model`` (dataclasses = the --json schema), ``diff`` / ``render_diff`` (two
+runs compared, ``--diff``), ``hook`` (the profiler's per-capture summary).
 Reads JSON only: importing this package never imports torch.
 """
 
+from .diff import DIFF_SCHEMA, RunDiff, compare_runs, diff_to_json
 from .errors import TraceError
 from .hook import write_capture_summary
 from .model import SCHEMA, RunSummary, to_json
 from .render import render_runs
+from .render_diff import render_diff
 from .summarize import summarize_paths
 
-__all__ = ["SCHEMA", "RunSummary", "TraceError", "render_runs", "summarize_paths", "to_json",
-           "write_capture_summary"]
+__all__ = ["DIFF_SCHEMA", "SCHEMA", "RunDiff", "RunSummary", "TraceError", "compare_runs", "diff_to_json",
+           "render_diff", "render_runs", "summarize_paths", "to_json", "write_capture_summary"]

@@ -42,7 +42,8 @@ def render_diff(diff: RunDiff, top: int = 10) -> str:
 
 
 def render_rank_diff(r: RankDiff, top: int = 10) -> str:
-    lines = [f"  steps: BASE {r.base_steps} ({r.base_file}), NEW {r.new_steps} ({r.new_file})", "",
+    lines = [f"  BASE  {r.base_steps} step{'s' if r.base_steps != 1 else ''}  {r.base_file}",
+             f"  NEW   {r.new_steps} step{'s' if r.new_steps != 1 else ''}  {r.new_file}", "",
              _table_head("per step"),
              _row("step wall ms", r.step_wall_us),
              _row("GPU busy ms", r.gpu_busy_us),
@@ -72,12 +73,15 @@ def render_rank_diff(r: RankDiff, top: int = 10) -> str:
                   f"{counts[SAME]} the same (per step, by |delta time|)"]
     if kernels:
         lines.append(f"  {'status':<8} {'calls B>N':>13} {'BASE ms':>9} {'NEW ms':>9} {'delta ms':>9} {'%':>7}  "
-                     "kernel [launched by]")
+                     "kernel")
         for k in kernels[:top]:
-            where = f" [{cut(k.ops[0], 30)}{' +' + str(len(k.ops) - 1) if len(k.ops) > 1 else ''}]" if k.ops else ""
-            lines.append(f"  {k.status:<8} {_calls(k.calls_per_step):>13} {_ms(k.time_per_step_us.base):>9} "
-                         f"{_ms(k.time_per_step_us.new):>9} {_sms(k.time_per_step_us.delta):>9} "
-                         f"{_pct(k.time_per_step_us.delta_pct):>7}  {cut(k.short_name, NAME_WIDTH)}{where}")
+            row = (f"  {k.status:<8} {_calls(k.calls_per_step):>13} {_ms(k.time_per_step_us.base):>9} "
+                   f"{_ms(k.time_per_step_us.new):>9} {_sms(k.time_per_step_us.delta):>9} "
+                   f"{_pct(k.time_per_step_us.delta_pct):>7}  {cut(k.short_name, NAME_WIDTH)}")
+            lines.append(row)
+            if k.status in (ADDED, REMOVED) and k.ops:  # where it came from or went: the op group table's row
+                more = f" (and {len(k.ops) - 1} more)" if len(k.ops) > 1 else ""
+                lines.append(f"      launched by {cut(k.ops[0], 80)}{more}")
         if len(kernels) > top:
             lines.append(f"  ... {len(kernels) - top} more")
 

@@ -14,7 +14,17 @@ from lightx2v.trace_summary.diff import compare_runs
 from lightx2v.trace_summary.summarize import summarize_paths
 
 from conftest import free_port
-from helpers.compare_root import BASE_RUN, NEW_RUN, RANKS_BASE, RANKS_NEW, SDPA_KERNEL, SWITCHED, make_compare_root
+from helpers.compare_root import (
+    BASE_RUN,
+    CPU_BASE,
+    CPU_NEW,
+    NEW_RUN,
+    RANKS_BASE,
+    RANKS_NEW,
+    SDPA_KERNEL,
+    SWITCHED,
+    make_compare_root,
+)
 from helpers.procs import Server, http_get, wait_until
 
 
@@ -102,6 +112,17 @@ def test_two_rank_runs_get_one_row_per_rank_pair_and_name_the_straggler(browser)
     assert "NEW straggler: <strong>rank 1" in page
 
 
+def test_cpu_only_captures_lead_with_their_cpu_ops(browser):
+    status, page = get(browser, compare_path(CPU_BASE + "/", CPU_NEW + "/"))
+    assert status == 200, page
+    assert "<p class=none id=no-gpu>" in page and "<table class=ops>" not in page
+    cpu = page[page.index("<table class=cpu-ops>"):]
+    cpu = cpu[:cpu.index("</table>")]
+    assert "<td class=name>aten::gelu_tanh</td><td>added</td>" in cpu
+    assert "<td class=name>aten::gelu</td><td>removed</td>" in cpu
+    assert "<svg class=bar" in page  # the paired CPU step bars
+
+
 def test_without_sides_the_chooser_offers_runs_and_traces_newest_against_previous(browser):
     status, page = get(browser, "/compare")
     assert status == 200
@@ -121,7 +142,8 @@ def test_the_list_links_each_run_to_the_previous_run_of_its_label(browser):
     queries = sorted(tuple(urllib.parse.parse_qs(urllib.parse.urlsplit(u).query)[k][0] for k in ("base", "new"))
                      for u in links)
     # the newer infer_main run once, each rank file of the newer dit run; never the oldest of a label
-    assert queries == [(RANKS_BASE + "/", RANKS_NEW + "/")] * 2 + [(BASE_RUN + "/", NEW_RUN + "/")]
+    assert queries == [(CPU_BASE + "/", CPU_NEW + "/")] + [(RANKS_BASE + "/", RANKS_NEW + "/")] * 2 + [
+        (BASE_RUN + "/", NEW_RUN + "/")]
     assert 'href="/compare"' in page
 
 

@@ -217,8 +217,8 @@ def _ranks_section(diff: RunDiff) -> str:
     stragglers = "".join(f"<p class=straggler-line>{side} straggler: <strong>{_e(s.straggler)}</strong></p>"
                          for side, s in (("BASE", diff.base), ("NEW", diff.new)) if s.straggler)
     return ("<section id=ranks><h2>Ranks, rank to rank (mean step wall)</h2>"
-            + _table(["rank", "BASE worker", "NEW worker", "BASE ms", "NEW ms", "", "Δ ms", "Δ %"], rows, "ranks",
-                     "no rank pairs") + stragglers + "</section>")
+            + _table(["rank", "BASE worker", "NEW worker", "BASE ms", "NEW ms", "BASE over NEW", "Δ ms", "Δ %"],
+                     rows, "ranks", "no rank pairs") + stragglers + "</section>")
 
 
 def _pair_bars(d: Delta, scale: float) -> str:
@@ -236,11 +236,17 @@ def _rank_pair(rd: RankDiff, base: RankSummary | None, new: RankSummary | None, 
     out.append(_figures(rd))
     if base is not None and new is not None:
         out.append(f"<{h3}>Steps, BASE over NEW</{h3}>" + _paired_steps(base, new))
-    out.append(f"<{h3}>Top changes: ops by GPU time per step</{h3}>" + _ops(rd))
-    out.append(f"<{h3}>Kernels added and removed</{h3}>" + _added_removed(rd))
-    out.append(f"<{h3}>Kernels by change of time per step</{h3}>" + _kernels(rd))
-    out.append(f"<{h3}>Memory copies and sets per step</{h3}>" + _memory(rd))
-    out.append(f"<{h3}>CPU ops by change of self time per step</{h3}>" + _cpu_ops(rd))
+    cpu_ops = f"<{h3}>CPU ops by change of self time per step</{h3}>" + _cpu_ops(rd)
+    if not (rd.ops or rd.kernels or rd.memory):  # CPU-only captures: their changes are the CPU ops
+        out.append(cpu_ops)
+        out.append("<p class=none id=no-gpu>No GPU activity in either capture: no kernels, copies or sets to "
+                   "compare.</p>")
+    else:
+        out.append(f"<{h3}>Top changes: ops by GPU time per step</{h3}>" + _ops(rd))
+        out.append(f"<{h3}>Kernels added and removed</{h3}>" + _added_removed(rd))
+        out.append(f"<{h3}>Kernels by change of time per step</{h3}>" + _kernels(rd))
+        out.append(f"<{h3}>Memory copies and sets per step</{h3}>" + _memory(rd))
+        out.append(cpu_ops)
     out.append("</section>")
     return "\n".join(out)
 

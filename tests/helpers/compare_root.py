@@ -16,6 +16,8 @@ SWITCHED, SWITCHED_FACTOR = "flash_fwd_kernel_sm90", 0.5  # what NEW's attention
 SLOWED, FACTOR = "nvjet_sm90_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN", 1.5
 BASE_RUN, NEW_RUN = "torch_profile/20261202-100000_infer_main", "torch_profile/20261202-110000_infer_main"
 RANKS_BASE, RANKS_NEW = "ranks/20261202-100000_dit", "ranks/20261202-110000_dit"
+CPU_BASE, CPU_NEW = "cpu/20261202-090000_cpu", "cpu/20261202-091000_cpu"  # the fixture without its GPU events
+GPU_CATEGORIES = {"kernel", "gpu_memset", "gpu_memcpy", "gpu_user_annotation", "ac2g"}
 
 
 def fixture_doc() -> dict:
@@ -41,6 +43,15 @@ def switched(doc: dict, slow: float = FACTOR) -> dict:
     return dict(doc, traceEvents=events)
 
 
+def cpu_only(doc: dict, rename: tuple[str, str] | None = None) -> dict:
+    """The fixture as a CPU-only capture (its GPU events dropped), one CPU op renamed when `rename` says so."""
+    events = [dict(ev) for ev in doc["traceEvents"] if ev.get("cat") not in GPU_CATEGORIES]
+    for ev in events:
+        if rename and ev.get("cat") == "cpu_op" and ev.get("name") == rename[0]:
+            ev["name"] = rename[1]
+    return dict(doc, traceEvents=events)
+
+
 def write(path: Path, doc: dict, mtime: float) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc))
@@ -57,6 +68,8 @@ def make_compare_root(base: Path) -> Path:
             edited = doc if run == RANKS_BASE else switched(doc, FACTOR + rank)
             ranked = dict(edited, distributedInfo={"backend": "nccl", "rank": rank, "world_size": 2})
             write(root / run / f"rank{rank}_h200.pt.trace.json", ranked, now - age + rank)
+    write(root / CPU_BASE / "rank0_cpu.pt.trace.json", cpu_only(doc), now - 500)
+    write(root / CPU_NEW / "rank0_cpu.pt.trace.json", cpu_only(doc, ("aten::gelu", "aten::gelu_tanh")), now - 400)
     (root / "notes.txt").write_text("not a trace")
     (base / "secret.json").write_text(json.dumps({"traceEvents": []}))  # outside the root
     (root / "escape.json").symlink_to(base / "secret.json")

@@ -29,6 +29,7 @@ from lightx2v.trace_summary.diff import (
     compare_runs,
     diff_to_json,
 )
+from lightx2v.trace_summary.render_diff import render_diff
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "h200_dit_stack.pt.trace.json.gz"
@@ -238,7 +239,7 @@ def test_two_ranks_compare_rank_to_rank_and_name_each_sides_straggler(tmp_path):
     assert d.base.straggler == "rank 1 (rank1_host)" and d.new.straggler == "rank 0 (rank0_host)"
     assert d.step_wall_us.delta == pytest.approx(2000.0, abs=1e-6)  # slowest rank against slowest rank
     assert d.notes == [] and d.unmatched_base == d.unmatched_new == []
-    assert d.verdict.startswith("NEW is 8.6% slower per step (slowest rank) (+2.00 ms)")
+    assert d.verdict.startswith("NEW is 8.6% slower per step of the slowest rank (+2.00 ms)")
 
 
 def test_rank_counts_that_differ_are_said_and_the_common_ranks_compared(tmp_path):
@@ -249,6 +250,10 @@ def test_rank_counts_that_differ_are_said_and_the_common_ranks_compared(tmp_path
     assert d.ranks[0].step_wall_us.delta == pytest.approx(500.0, abs=1e-6)
     assert d.notes == ["rank counts differ: BASE has 2, NEW has 1; compared 1 pair rank to rank"]
     assert d.unmatched_base == ["rank 1 (rank1_host)"] and d.unmatched_new == []
+    text = render_diff(d)
+    assert f"BASE  base ({tmp_path / 'base'}): 2 ranks, straggler rank 1 (rank1_host)" in text
+    assert "note  rank counts differ: BASE has 2, NEW has 1" in text and "only in BASE: rank 1 (rank1_host)" in text
+    assert "Rank 0: NEW is 2.2% slower per step (+0.500 ms)" in text
 
 
 def test_summary_json_keeps_its_schema_without_the_diffs_tables():

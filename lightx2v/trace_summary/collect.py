@@ -1,13 +1,13 @@
 """The one streaming pass: compact per-event numbers (arrays of ints and floats, interned names) that every
 question's module (steps, kernels, cpu_ops, attribution, devices) reads afterwards.
 
-Memory grows with the number of kernels and CPU ops, not with the JSON text: per CPU op or label five numbers,
-per GPU activity (kernel, memcpy, memset) five; names are stored once. What is collected:
+Memory grows with the number of kernels and CPU ops, not with the JSON text: five numbers per CPU op, four per
+GPU activity (kernel, memcpy, memset); names are stored once. What is collected:
 
-- CPU ops (``cpu_op``; older ``operator``) and ``record_function`` labels (``user_annotation`` other than
-  ``ProfilerStep#N``) in one table, in file order: thread, name id (a label's key is the 1-tuple ``(name,)``),
-  ts, dur, External id.
-- GPU activity (``kernel``, ``gpu_memcpy``, ``gpu_memset``; older ``memcpy``/``memset``): start, end, dur, name id
+- CPU ops (``cpu_op``; older ``operator``), in file order: thread, name id, ts, dur, External id.
+- ``record_function`` labels (``user_annotation`` other than ``ProfilerStep#N``; a trace has few): thread,
+  name id, ts, dur.
+- GPU activity (``kernel``, ``gpu_memcpy``, ``gpu_memset``; older ``memcpy``/``memset``): start, dur, name id
   (a memory op's key is ``(kind, name)``), External id (the launching op's), and per memory op name its bytes.
 - ``ProfilerStep#N`` spans, CPU and GPU side; the span of all timed events; malformed events by field.
 
@@ -59,12 +59,15 @@ class Collected:
 
     def __init__(self, extra: Iterable[Collector] = ()) -> None:
         self.events = 0
-        self.names: dict[Any, int] = {}  # CPU op name (str) or label (1-tuple) -> id
+        self.threads: dict[tuple[Any, Any], int] = {}  # (pid, tid) -> thread id, of ops and labels
+        self.names: dict[str, int] = {}  # CPU op name -> id
         self.op_thread, self.op_name, self.op_ext = array("l"), array("l"), array("q")
         self.op_ts, self.op_dur = array("d"), array("d")
-        self.threads: dict[tuple[Any, Any], int] = {}
+        self.label_names: dict[str, int] = {}
+        self.lab_thread, self.lab_name = array("l"), array("l")
+        self.lab_ts, self.lab_dur = array("d"), array("d")
         self.gpu_names: dict[Any, int] = {}  # kernel name (str) or (kind, name) of a memory op -> id
-        self.g_lo, self.g_hi, self.g_dur = array("d"), array("d"), array("d")  # every GPU activity, file order
+        self.g_lo, self.g_dur = array("d"), array("d")  # every GPU activity (start, duration), file order
         self.g_name, self.g_ext = array("l"), array("q")
         self.mem_bytes: dict[int, int | None] = {}  # memory op name id -> summed bytes (None: some unknown)
         self.streams: set[tuple[Any, Any]] = set()
@@ -83,12 +86,12 @@ class Collected:
         An event the summary would use but whose fields it cannot (a ``ts`` that is no finite number, a negative
         ``dur``, a name that is no string, an unhashable ``pid``) goes to ``_reject``, which says why; every
         lookup that can fail comes before the first append, so a rejected event leaves no trace in the arrays.
+        (An ``External id`` that is missing or no 64-bit integer is stored as NO_ID: it only links.)
         """
         self.events += len(batch)
         skip, cpu_cats, label_cats, kernel_cats, mem_cats = SKIP_CATS, CPU_OP_CATS, LABEL_CATS, KERNEL_CATS, MEM_CATS
         names, threads, gpu_names, streams, extra = self.names, self.threads, self.gpu_names, self.streams, self._extra
-        g_lo, g_hi, g_dur = self.g_lo.append, self.g_hi.append, self.g_dur.append
-        g_name, g_ext = self.g_name.append, self.g_ext.append
+        g_lo, g_dur, g_name, g_ext = self.g_lo.append, self.g_dur.append, self.g_name.append, self.g_ext.append
         op_thread, op_name, op_ts, op_dur = (self.op_thread.append, self.op_name.append, self.op_ts.append,
                                              self.op_dur.append)
         op_ext = self.op_ext.append
@@ -116,7 +119,7 @@ class Collected:
                 reject(ev)
                 continue
             end = ts + dur
-            if (cat in cpu_cats or cat in label_cats) and not name.startswith(STEP_PREFIX):
+            if cat in cpu_cats and not name.startswith(STEP_PREFIX):
                 key = (ev.get("pid"), ev.get("tid"))
                 try:
                     t = threads.get(key)
@@ -125,41 +128,45 @@ class Collected:
                     continue
                 if t is None:
                     t = threads[key] = len(threads)
-                name_key: Any = name if cat in cpu_cats else (name,)
-                n = names.get(name_key)
+                n = names.get(name)
                 if n is None:
-                    n = names[name_key] = len(names)
-                args = ev.get("args")
-                x = args.get("External id", NO_ID) if args.__class__ is dict else NO_ID
+                    n = names[name] = len(names)
                 try:
-                    op_ext(x if x.__class__ is int else NO_ID)
-                except OverflowError:  # beyond 64 bits: no id kineto writes
+                    op_ext(ev["args"]["External id"])
+                except (KeyError, TypeError, OverflowError):  # no args or id, not an int, or beyond 64 bits
                     op_ext(NO_ID)
                 op_thread(t)
                 op_name(n)
                 op_ts(ts)
                 op_dur(dur)
-            elif cat in kernel_cats or cat in mem_cats:
+            elif cat in kernel_cats:
                 try:
                     streams.add((ev.get("pid"), ev.get("tid")))
                 except TypeError:
                     reject(ev)
                     continue
-                if cat in kernel_cats:
-                    g = gpu_names.get(name)
-                    if g is None:
-                        g = gpu_names[name] = len(gpu_names)
-                else:
-                    g = self._mem_op(mem_cats[cat], name, ev)
-                args = ev.get("args")
-                x = args.get("External id", NO_ID) if args.__class__ is dict else NO_ID
+                g = gpu_names.get(name)
+                if g is None:
+                    g = gpu_names[name] = len(gpu_names)
                 try:
-                    g_ext(x if x.__class__ is int else NO_ID)
-                except OverflowError:
+                    g_ext(ev["args"]["External id"])
+                except (KeyError, TypeError, OverflowError):
                     g_ext(NO_ID)
                 g_name(g)
                 g_lo(ts)
-                g_hi(end)
+                g_dur(dur)
+            elif cat in mem_cats:
+                try:
+                    streams.add((ev.get("pid"), ev.get("tid")))
+                except TypeError:
+                    reject(ev)
+                    continue
+                g_name(self._mem_op(mem_cats[cat], name, ev))
+                try:
+                    g_ext(ev["args"]["External id"])
+                except (KeyError, TypeError, OverflowError):
+                    g_ext(NO_ID)
+                g_lo(ts)
                 g_dur(dur)
             elif name.startswith(STEP_PREFIX):
                 steps = self.gpu_steps if cat == "gpu_user_annotation" else self.cpu_steps
@@ -168,6 +175,9 @@ class Collected:
                     steps[name] = [ts, end]
                 else:
                     s[0], s[1] = min(s[0], ts), max(s[1], end)
+            elif cat in label_cats:
+                if not self._label(name, ts, dur, ev):
+                    continue
             else:
                 if extra and cat in extra:
                     extra[cat](ev)
@@ -190,6 +200,25 @@ class Collected:
         else:
             entry[0] += 1
 
+    def _label(self, name: str, ts: float, dur: float, ev: dict[str, Any]) -> bool:
+        """Keep a record_function label (off the hot path); False when its pid/tid is unusable (rejected)."""
+        key = (ev.get("pid"), ev.get("tid"))
+        try:
+            t = self.threads.get(key)
+        except TypeError:
+            self._reject(ev)
+            return False
+        if t is None:
+            t = self.threads[key] = len(self.threads)
+        n = self.label_names.get(name)
+        if n is None:
+            n = self.label_names[name] = len(self.label_names)
+        self.lab_thread.append(t)
+        self.lab_name.append(n)
+        self.lab_ts.append(ts)
+        self.lab_dur.append(dur)
+        return True
+
     def _mem_op(self, kind: str, name: str, ev: dict[str, Any]) -> int:
         """The name id of a memcpy/memset, adding its ``args.bytes`` to the name's total (off the hot path)."""
         args = ev.get("args")
@@ -206,15 +235,6 @@ class Collected:
             total = self.mem_bytes[g]
             self.mem_bytes[g] = total + nbytes if total is not None and nbytes is not None else None
         return g
-
-    # -- views the analysis modules share ----------------------------------------------------------------
-    def op_names(self) -> list[str]:
-        """Name per op name id (labels by their text)."""
-        return [k if k.__class__ is str else k[0] for k in self.names]
-
-    def label_ids(self) -> bytearray:
-        """1 per name id that is a record_function label, 0 per CPU op name."""
-        return bytearray(k.__class__ is tuple for k in self.names)
 
 
 def malformed_field(ev: dict[str, Any]) -> tuple[str, str]:

@@ -22,7 +22,8 @@ held. Definitions (also in docs/trace_summary.md, "Compare two captures"):
 - Several ranks: rank N is compared with rank N (files in order when ranks are not recorded); the run's step
   time is its slowest rank's mean step wall.
 
-Thresholds in one place: CHANGED_PCT (below it a figure reads as unchanged in the verdict), VERDICT_GROUPS.
+Thresholds in one place: CHANGED_PCT (below it the verdict says "about as fast"), SAME_REL (equal figures),
+VERDICT_GROUPS (op groups the verdict names).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from .ratios import percent
 DIFF_SCHEMA = "lightx2v.trace_summary.diff/1"
 
 CHANGED_PCT = 0.5  # a per-step wall-time change smaller than this reads as "about the same"
+SAME_REL = 1e-9  # figures this close (relative) are equal: summation order over duplicated steps, divided back
 VERDICT_GROUPS = 2  # op groups named in the verdict line, largest |delta| first
 
 # Status words of KernelChange / CpuOpChange / OpChange rows.
@@ -168,7 +170,7 @@ def compare_runs(base: RunSummary, new: RunSummary) -> RunDiff:
     if len(rank_diffs) == 1 and len(base.ranks) == len(new.ranks) == 1:
         verdict = rank_diffs[0].verdict
     else:
-        verdict = _verdict(step, _mean_group_deltas(rank_diffs), "per step (slowest rank)")
+        verdict = _verdict(step, _mean_group_deltas(rank_diffs), "per step of the slowest rank")
     return RunDiff(base=b_info, new=n_info, verdict=verdict, step_wall_us=step, ranks=rank_diffs,
                    unmatched_base=[_who(r) for r in lone_base], unmatched_new=[_who(r) for r in lone_new],
                    notes=notes)
@@ -244,7 +246,7 @@ def _delta(base: float | None, new: float | None) -> Delta:
 
 def _close(a: float, b: float) -> bool:
     """Equal up to float summation order (a figure summed over duplicated steps, divided back)."""
-    return abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1.0)
+    return abs(a - b) <= SAME_REL * max(abs(a), abs(b), 1.0)
 
 
 def _status(in_base: bool, in_new: bool, same: bool) -> str:
@@ -321,21 +323,24 @@ def _memory_changes(base: RankSummary, new: RankSummary, nb: int, nn: int) -> li
     return out
 
 
-def _op_changes(base: RankSummary, new: RankSummary, nb: int, nn: int) -> list[OpKernels]:
-    @dataclass
-    class Group:
-        calls: int = 0
-        time: float = 0.0
-        kernels: dict[str, float] = field(default_factory=dict)
-        launchers: dict[str, float] = field(default_factory=dict)
+@dataclass
+class _Group:
+    """One op group's GPU work on one side, summed over its launch rows."""
 
-    sides: list[dict[tuple[str, str], Group]] = []
+    calls: int = 0  # kernels launched
+    time: float = 0.0  # kernels + memcpy + memset
+    kernels: dict[str, float] = field(default_factory=dict)  # kernel name -> time
+    launchers: dict[str, float] = field(default_factory=dict)  # launching op -> time
+
+
+def _op_changes(base: RankSummary, new: RankSummary, nb: int, nn: int) -> list[OpKernels]:
+    sides: list[dict[tuple[str, str], _Group]] = []
     for r in (base, new):
-        groups: dict[tuple[str, str], Group] = {}
+        groups: dict[tuple[str, str], _Group] = {}
         for launch in _tables(r).launches:
             g = groups.get((launch.label, launch.op))
             if g is None:
-                g = groups[(launch.label, launch.op)] = Group()
+                g = groups[(launch.label, launch.op)] = _Group()
             g.time += launch.total_us
             if launch.kind == "kernel":
                 g.calls += launch.calls
@@ -383,7 +388,10 @@ def _verdict(step: Delta, groups: list[tuple[str, float]], per: str) -> str:
         head = f"NEW is about as fast {per} ({signed_ms(delta)} ms, {100.0 * delta / base:+.1f}%)"
     else:
         head = f"NEW is {pct:.1f}% {'faster' if delta < 0 else 'slower'} {per} ({signed_ms(delta)} ms)"
-    named = [(name, d) for name, d in sorted(groups, key=lambda g: -abs(g[1])) if not _close(d, 0.0)]
+    by_name: dict[str, float] = {}  # groups of one label (several top-level ops) are named once
+    for name, d in groups:
+        by_name[name] = by_name.get(name, 0.0) + d
+    named = [(name, d) for name, d in sorted(by_name.items(), key=lambda g: -abs(g[1])) if not _close(d, 0.0)]
     if not named:
         return head
     return head + "; " + ", ".join(f"{name} {signed_ms(d)} ms" for name, d in named[:VERDICT_GROUPS])

@@ -51,10 +51,10 @@ def gpu_work(c: Collected) -> GpuWork:
     memory = sorted((g for g in range(len(keys)) if not is_kernel[g]), key=lambda g: -total[g])
     memory_ops = [MemOpStat(kind=keys[g][0], name=keys[g][1], calls=calls[g], total_us=total[g],
                             bytes=c.mem_bytes[g]) for g in memory]
-    busy = intervals.merge(zip(c.g_lo, c.g_hi, strict=True))
+    busy = intervals.merge((lo, lo + d) for lo, d in zip(c.g_lo, c.g_dur, strict=True))
     starts = sorted(lo for lo, g in zip(c.g_lo, c.g_name, strict=True) if is_kernel[g])
-    comm = intervals.merge((lo, hi) for lo, hi, g in zip(c.g_lo, c.g_hi, c.g_name, strict=True) if is_comm[g]) \
-        if any(is_comm) else []
+    comm = intervals.merge((lo, lo + d) for lo, d, g in zip(c.g_lo, c.g_dur, c.g_name, strict=True)
+                           if is_comm[g]) if any(is_comm) else []
     totals = None
     if len(c.g_lo):
         totals = GpuTotals(

@@ -26,8 +26,9 @@ def render_diff(diff: RunDiff, top: int = 10) -> str:
     for tag, lone in (("BASE", diff.unmatched_base), ("NEW", diff.unmatched_new)):
         if lone:
             lines.append(f"  only in {tag}: {', '.join(lone)}")
-    if len(diff.ranks) > 1 or b.ranks > 1 or n.ranks > 1:
-        lines += ["", _table_head("run step time (slowest rank's mean)"),
+    several = len(diff.ranks) > 1 or b.ranks > 1 or n.ranks > 1
+    if several:
+        lines += ["", "Run step time: each side's slowest rank's mean step wall", _table_head("per step"),
                   _row("step wall ms", diff.step_wall_us),
                   "", f"  {'rank':>4}  {'BASE step ms':>12} {'NEW step ms':>12} {'delta ms':>10} {'%':>7}  workers"]
         for r in diff.ranks:
@@ -35,7 +36,7 @@ def render_diff(diff: RunDiff, top: int = 10) -> str:
             lines.append(f"  {_opt(r.rank):>4}  {_ms(d.base):>12} {_ms(d.new):>12} {_sms(d.delta):>10} "
                          f"{_pct(d.delta_pct):>7}  {cut(r.base_worker, 24)} > {cut(r.new_worker, 24)}")
     for r in diff.ranks:
-        if len(diff.ranks) > 1:
+        if several:
             lines += ["", "=" * 100, f"Rank {_opt(r.rank)}: {r.verdict}"]
         lines += ["", render_rank_diff(r, top)]
     return "\n".join(lines) + "\n"

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from lightx2v import settings
-from lightx2v.models.networks.qwen_image.config import PRESETS, QwenImageArch
+from lightx2v.models.networks.qwen_image.config import ATTENTION_NAMES, DEFAULT_ATTENTION, PRESETS, QwenImageArch
 from lightx2v.utils.distributed import launched_world_size
 
 DESCRIPTION = """\
@@ -33,6 +33,8 @@ and .json (run metadata: settings, timings, model.infer call count, trace locati
 EPILOG = """\
 presets:
 {presets}
+before/after: profile with --attention sdpa, then --attention math, then
+  python -m lightx2v.trace_summary --diff save_results/torch_profile   (the two newest runs)
 multi-GPU (or 2 CPU processes): torchrun --nproc_per_node=2 -m lightx2v.infer ... --cfg_parallel
 environment: LIGHTX2V_TORCH_PROFILE=0 disables profiling; LIGHTX2V_TORCH_PROFILE_DIR overrides --tb_dir.
 """
@@ -121,6 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--num_heads", type=Number(int, 1), default=None, help="override the preset's attention heads")
     g.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto: CUDA when available")
     g.add_argument("--dtype", default="auto", choices=["auto", *DTYPES], help="auto: bf16 on CUDA, fp32 on CPU")
+    g.add_argument(
+        "--attention",
+        default=DEFAULT_ATTENTION,
+        choices=ATTENTION_NAMES,
+        help="joint attention: sdpa (torch's fused scaled_dot_product_attention) or math (explicit "
+        "softmax(QK^T)V: two matmuls and a softmax); profile both and compare them (default sdpa)",
+    )
     g.add_argument(
         "--threads",
         type=Number(int, 1, os.cpu_count() or 1),  # more intra-op threads than CPUs only spin (1e5 hangs torch)
@@ -359,6 +368,7 @@ def run(args: argparse.Namespace, arch: QwenImageArch, device, dtype) -> int:
             cfg_parallel=args.cfg_parallel,
             device=device,
             dtype=dtype,
+            attention=args.attention,
             profile=profile_kwargs(args),
         )
         sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
@@ -393,6 +403,7 @@ def run(args: argparse.Namespace, arch: QwenImageArch, device, dtype) -> int:
             "device": str(device),
             "threads": torch.get_num_threads(),
             "dtype": str(dtype).removeprefix("torch."),
+            "attention": args.attention,
             "world_size": world_size,
             "cfg_parallel": args.cfg_parallel,
             "profile": args.profile,

@@ -25,6 +25,7 @@ CASES = [
     (["--preset", "huge"], "--preset: invalid choice: 'huge'"),
     (["--model_cls", "wan2.1"], "--model_cls: invalid choice: 'wan2.1'"),
     (["--task", "i2v"], "--task: invalid choice: 'i2v'"),
+    (["--attention", "flash"], "--attention: invalid choice: 'flash'"),
     (["--infer_steps", "0"], "argument --infer_steps: must be an integer >= 1, got '0'"),
     (["--infer_steps", "-3"], "argument --infer_steps: must be an integer >= 1, got '-3'"),
     (["--infer_steps", "two"], "argument --infer_steps: must be an integer >= 1, got 'two'"),

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from lightx2v.models.input_encoders.pseudo_text_encoder import embed_prompt, tokenize
-from lightx2v.models.networks.qwen_image.config import PRESETS
+from lightx2v.models.networks.qwen_image.attention import ATTENTION, attention_by_name
+from lightx2v.models.networks.qwen_image.config import ATTENTION_NAMES, DEFAULT_ATTENTION, PRESETS
 from lightx2v.models.networks.qwen_image.layers import pack_latents, rope_axes, unpack_latents
 from lightx2v.models.networks.qwen_image.model import build_transformer, guide
 from lightx2v.models.networks.qwen_image.transformer import QwenImageTransformer
@@ -136,3 +137,26 @@ def test_analytic_matmul_flops_match_torch_flop_counter():
         runner.model.infer(runner.inputs)
     text_tokens = runner.inputs["text_encoder_output"]["prompt_embeds"].shape[1]
     assert counter.get_total_flops() == forward_matmul_flops(TINY, runner.scheduler.image_seq_len, text_tokens)
+
+
+def test_the_attention_switch_names_every_implementation_and_both_compute_the_same():
+    assert tuple(ATTENTION) == ATTENTION_NAMES and DEFAULT_ATTENTION in ATTENTION  # the CLI's choices are these
+    gen = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(1, 4, 40, 32, generator=gen) for _ in range(3))
+    torch.testing.assert_close(ATTENTION["math"](q, k, v), ATTENTION["sdpa"](q, k, v), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="unknown attention 'flash'; choose one of sdpa, math"):
+        attention_by_name("flash")
+
+
+@pytest.mark.parametrize(
+    "attention, ops", [("sdpa", {"aten::scaled_dot_product_attention"}), ("math", {"aten::softmax", "aten::bmm"})]
+)
+def test_the_model_runs_the_attention_it_was_built_with(attention, ops):
+    runner = _runner(attention=attention)
+    runner.scheduler.step_pre(0)
+    with torch.profiler.profile() as prof:
+        runner.model.infer(runner.inputs)
+    names = {e.name for e in prof.events()}
+    assert ops <= names
+    other = {"aten::scaled_dot_product_attention", "aten::softmax"} - ops
+    assert not other & names, other & names

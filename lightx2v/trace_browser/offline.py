@@ -2,7 +2,8 @@
 trace list shows for them. Nothing here loads from the internet in the browser.
 
 Routes (see `server`): `/timeline/<trace>`, `/overview/<trace>`, `/overview/<run dir>/` (the run's ranks
-compared), `/assets/<polyfill>`, `/vendor/trace_viewer_full.html`.
+compared), `/compare?base=<trace or run dir/>&new=<...>` (two captures compared; without both, the form that
+chooses them), `/assets/<polyfill>`, `/vendor/trace_viewer_full.html`.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lightx2v.trace_browser import overview, timeline
-from lightx2v.trace_browser.files import Refused, Trace, is_json_trace, resolve, resolve_run
+from lightx2v.trace_browser import compare, overview, timeline
+from lightx2v.trace_browser.files import Refused, Trace, is_json_trace, list_traces, resolve, resolve_run
+from lightx2v.trace_summary.diff import compare_runs
 from lightx2v.trace_summary.discover import RunFiles
 from lightx2v.trace_summary.errors import TraceError
+from lightx2v.trace_summary.model import RunSummary
 from lightx2v.trace_summary.summarize import summarize_run
 
 
@@ -61,18 +64,28 @@ def timeline_page(root: str, rel: str) -> Page:
     return Page(timeline.render_timeline(name, "/files/" + _quote(urllib.parse.unquote(rel))).encode())
 
 
-def overview_page(root: str, rel: str) -> Page:
-    root_real = os.path.realpath(root)
+def _run_files(root: str, rel: str, view: str) -> RunFiles:
+    """What a URL path names (percent-encoded, relative): a run folder (ends with "/"; "" is the root) or one JSON
+    trace. Refused as `resolve` / `resolve_run` refuse; `view` names the page in the non-JSON refusal."""
     if rel == "" or rel.endswith("/"):
         real_dir, files = resolve_run(root, rel)
-        run = RunFiles(os.path.basename(real_dir) or real_dir, real_dir, files)
-    else:
-        real = resolve(root, rel)
-        if not is_json_trace(real):
-            raise Refused(404, "the Overview reads JSON traces; open this one in Perfetto")
-        run = RunFiles(os.path.basename(real), os.path.dirname(real), [real])
+        return RunFiles(os.path.basename(real_dir) or real_dir, real_dir, files)
+    real = resolve(root, rel)
+    if not is_json_trace(real):
+        raise Refused(404, f"the {view} reads JSON traces; open this one in Perfetto")
+    return RunFiles(os.path.basename(real), os.path.dirname(real), [real])
+
+
+def _summary_of(run: RunFiles) -> RunSummary:
+    """The run's summary, cached by its files' sizes and mtimes; TraceError when it cannot be read."""
+    return _summary(tuple((f, *_stamp(f)) for f in run.files), run.label, run.path)
+
+
+def overview_page(root: str, rel: str) -> Page:
+    root_real = os.path.realpath(root)
+    run = _run_files(root, rel, "Overview")
     try:
-        summary = _summary(tuple((f, *_stamp(f)) for f in run.files), run.label, run.path)
+        summary = _summary_of(run)
     except TraceError as exc:
         return Page(overview.render_error("Cannot summarize this trace", str(exc)).encode(), status=422)
 
@@ -80,6 +93,36 @@ def overview_page(root: str, rel: str) -> Page:
         return timeline_url(os.path.relpath(os.path.realpath(file), root_real).replace(os.sep, "/"))
 
     return Page(overview.render_overview(summary, timeline_url=timeline_of).encode())
+
+
+def compare_page(root: str, query: str) -> Page:
+    """Two captures compared (`?base=...&new=...`, each as the Overview's URL path names it, decoded); with a side
+    missing, the form that chooses them. Paths are checked exactly as the Overview's are."""
+    params = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
+    base, new = params.get("base"), params.get("new")
+    if base is None or new is None:
+        if base is not None or new is not None:
+            raise Refused(400, "name both sides: /compare?base=<trace or run folder/>&new=<...>")
+        sides = compare.choices(list_traces(root))
+        return Page(compare.render_chooser(sides).encode())
+    runs = []
+    for side in (base, new):
+        run = _run_files(root, _quote(side), "Compare page")
+        try:
+            runs.append(_summary_of(run))
+        except TraceError as exc:
+            body = overview.render_error("Cannot summarize this trace", f"{side or './'}: {exc}")
+            return Page(body.encode(), status=422)
+    try:
+        diff = compare_runs(runs[0], runs[1])
+    except ValueError as exc:  # a side without a readable rank
+        return Page(overview.render_error("Cannot compare these captures", str(exc)).encode(), status=422)
+
+    def overview_of(path: str) -> str:
+        return run_overview_url(path.rstrip("/")) if path == "" or path.endswith("/") else overview_url(path)
+
+    page = compare.render_compare(diff, runs[0], runs[1], base_path=base, new_path=new, overview_url=overview_of)
+    return Page(page.encode())
 
 
 def _stamp(path: str) -> tuple[int, int]:

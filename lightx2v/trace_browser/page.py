@@ -15,7 +15,7 @@ import time
 import urllib.parse
 from collections.abc import Sequence
 
-from lightx2v.trace_browser import offline
+from lightx2v.trace_browser import compare, offline
 from lightx2v.trace_browser.files import Trace
 from lightx2v.trace_browser.timeline import missing as timeline_missing
 from lightx2v.trace_summary.render import format_bytes  # one byte unit: the Overview's and the summary's
@@ -27,6 +27,7 @@ def file_url(trace_path: str) -> str:
 
 def render_index(traces: Sequence[Trace], *, root: str, host: str, perfetto_ui: str) -> str:
     problems = timeline_missing()
+    previous = compare.previous_runs(traces)
     rows = []
     for t in traces:
         url = file_url(t.path)
@@ -41,7 +42,7 @@ def render_index(traces: Sequence[Trace], *, root: str, host: str, perfetto_ui: 
             "Open in Perfetto</button> "
             f"<a class=deep href=\"{html.escape(deep)}\" target=_blank rel=noopener>Open by URL</a> "
             f"<a class=download href=\"{html.escape(url)}?download=1\">Download</a></td>"
-            f"<td class=offline>{offline.row_links(t, not problems)}</td>"
+            f"<td class=offline>{offline.row_links(t, not problems)}{compare.previous_link(t, previous)}</td>"
             "</tr>"
         )
     body = "\n".join(rows) or "<tr><td colspan=5>No traces yet. Run a capture; this page lists it on reload.</td></tr>"
@@ -66,6 +67,8 @@ td.num {{ text-align: right; }} td.path {{ font-family: monospace; }}
 "Open in Perfetto" sends the trace to <a href="{ui}">{ui}</a> from this page;
 "Open by URL" lets Perfetto fetch it and needs this page at http://127.0.0.1:9001.</p>
 {offline_notice}
+<p><a id=compare href="/compare">Compare two captures</a> (traces or runs: what got faster, what got slower, which
+kernels changed), or use a row's "Compare with previous" link.</p>
 <div id=status></div>
 {runs}
 <table id=traces><thead><tr><th>Trace</th><th>Size</th><th>Modified</th><th>Perfetto (online)</th>

@@ -4,7 +4,8 @@ only from under the results root.
 Routes: `/` (the trace list), `/api/traces` (the same as JSON), `/files/<trace>` (the file as stored;
 `?download=1` adds Content-Disposition), `/api/capture` (the "Capture next call" panel: `capture_panel`),
 and the offline views' pages and files (`offline`: `/timeline/...`, `/overview/...`, `/assets/...`,
-`/vendor/...`). Trace files carry `Access-Control-Allow-Origin` for the Perfetto UI's origin only, so Perfetto
+`/vendor/...`; `/compare?base=...&new=...`: two captures compared). Trace files carry
+`Access-Control-Allow-Origin` for the Perfetto UI's origin only, so Perfetto
 may fetch them and other web sites may not.
 
 Every request passes one Host check first (`lightx2v.hostcheck`: a DNS-rebinding page gets 403, whatever it asks).
@@ -31,7 +32,7 @@ from lightx2v import settings
 from lightx2v.fileio import write_atomically
 from lightx2v.hostcheck import LOOPBACK_ONLY, HostCheck
 from lightx2v.profiler_notice import add_banner
-from lightx2v.trace_browser import capture_panel, offline
+from lightx2v.trace_browser import capture_panel, compare, offline
 from lightx2v.trace_browser.files import Refused, content_type, list_traces, resolve
 from lightx2v.trace_browser.page import file_url, render_index
 from lightx2v.utils.torch_trace_profiler import TRACE_BROWSER_DIR
@@ -116,6 +117,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._send_page(offline.timeline_page(self.server.root, path[len("/timeline/"):]), send_body)
             elif path == "/overview" or path.startswith("/overview/"):
                 self._send_page(offline.overview_page(self.server.root, path[len("/overview/"):]), send_body)
+            elif path == compare.ROUTE:
+                self._send_page(offline.compare_page(self.server.root, query), send_body)
             elif path.startswith(("/assets/", "/vendor/")):
                 self._send_page(offline.static_file(path[1:]), send_body)
             else:

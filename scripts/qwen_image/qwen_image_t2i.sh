@@ -1,7 +1,8 @@
 #!/bin/bash
 # Embedded Qwen-Image-style text-to-image, one process, profiled at infer_main (synthetic weights).
 # Extra arguments go to lightx2v.infer, e.g.:  PRESET=small scripts/qwen_image/qwen_image_t2i.sh --with_stack
-# (or --profile_memory [--memory_snapshot] for where the memory goes: docs/memory.md)
+# (--attention math for the before/after pair: README "Compare two captures";
+#  --profile_memory [--memory_snapshot] for where the memory goes: docs/memory.md)
 set -euo pipefail
 
 # paths relative to this script; outputs under the checkout's save_results/ unless SAVE_RESULTS is set

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 
+# the joint attention's implementations (attention.py holds them; named here, torch-free, for the CLI's choices)
+ATTENTION_NAMES = ("sdpa", "math")
+DEFAULT_ATTENTION = "sdpa"
+
 
 @dataclasses.dataclass(frozen=True)
 class QwenImageArch:

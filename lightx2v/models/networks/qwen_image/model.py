@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 from torch.profiler import record_function
 
-from lightx2v.models.networks.qwen_image.config import QwenImageArch
+from lightx2v.models.networks.qwen_image.config import DEFAULT_ATTENTION, QwenImageArch
 from lightx2v.models.networks.qwen_image.layers import joint_positions, rope_angles
 from lightx2v.models.networks.qwen_image.transformer import QwenImageTransformer, init_weights
 from lightx2v.models.schedulers.qwen_image.scheduler import QwenImageScheduler
@@ -23,10 +23,12 @@ from lightx2v.models.schedulers.qwen_image.scheduler import QwenImageScheduler
 BRANCHES = ("cond", "uncond")  # rank i of a cfg-parallel pair runs BRANCHES[i]
 
 
-def build_transformer(arch: QwenImageArch, device: torch.device, dtype: torch.dtype, seed: int) -> QwenImageTransformer:
+def build_transformer(
+    arch: QwenImageArch, device: torch.device, dtype: torch.dtype, seed: int, attention: str = DEFAULT_ATTENTION
+) -> QwenImageTransformer:
     """Allocate the network directly on `device` in `dtype` (built on `meta` first), then fill it."""
     with torch.device("meta"):
-        net = QwenImageTransformer(arch)
+        net = QwenImageTransformer(arch, attention)
     net = net.to(dtype=dtype).to_empty(device=device)
     init_weights(net, seed)
     return net.eval().requires_grad_(False)
@@ -48,12 +50,13 @@ class QwenImageTransformerModel:
         weight_seed: int = 0,
         guidance_scale: float = 4.0,
         cfg_parallel: bool = False,
+        attention: str = DEFAULT_ATTENTION,
     ):
         self.arch = arch
         self.device = device
         self.guidance_scale = guidance_scale
         self.cfg_parallel = cfg_parallel
-        self.net = build_transformer(arch, device, dtype, weight_seed)
+        self.net = build_transformer(arch, device, dtype, weight_seed, attention)
         self.scheduler: QwenImageScheduler | None = None
         self.infer_calls = 0  # diagnostic only: how many times the profiler/runner called infer
 

@@ -1,8 +1,8 @@
 """The MMDiT network: two token streams (image, text) that meet only in joint attention.
 
 Each block modulates both streams with adaLN (shift/scale/gate from the timestep embedding), projects each
-stream to q/k/v with its own weights, runs one `scaled_dot_product_attention` over the concatenated
-[text; image] sequence, splits the result back, and gives each stream its own MLP. `record_function`
+stream to q/k/v with its own weights, runs one attention (`attention.py`: fused SDPA or explicit math) over
+the concatenated [text; image] sequence, splits the result back, and gives each stream its own MLP. `record_function`
 regions name the parts so a trace reads like the model.
 """
 
@@ -13,7 +13,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.profiler import record_function
 
-from lightx2v.models.networks.qwen_image.config import QwenImageArch
+from lightx2v.models.networks.qwen_image.attention import attention_by_name
+from lightx2v.models.networks.qwen_image.config import DEFAULT_ATTENTION, QwenImageArch
 from lightx2v.models.networks.qwen_image.layers import apply_rope, rms_norm, timestep_features
 
 
@@ -51,10 +52,11 @@ class StreamWeights(nn.Module):
 
 
 class JointBlock(nn.Module):
-    def __init__(self, arch: QwenImageArch, index: int):
+    def __init__(self, arch: QwenImageArch, index: int, attention: str = DEFAULT_ATTENTION):
         super().__init__()
         self.index = index
         self.heads = arch.num_heads
+        self.attend = attention_by_name(attention)
         self.img = StreamWeights(arch)
         self.txt = StreamWeights(arch)
 
@@ -67,9 +69,9 @@ class JointBlock(nn.Module):
             with record_function("attention"):
                 iq, ik, iv = self.img.qkv(_modulate(img, img_mod[0], img_mod[1]), self.heads, *img_rope)
                 tq, tk, tv = self.txt.qkv(_modulate(txt, txt_mod[0], txt_mod[1]), self.heads, *txt_rope)
-                # joint sequence [text; image], heads first for SDPA: (B, H, L, Dh)
+                # joint sequence [text; image], heads first: (B, H, L, Dh)
                 q, k, v = (torch.cat(pair, dim=1).transpose(1, 2) for pair in ((tq, iq), (tk, ik), (tv, iv)))
-                out = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).flatten(2)
+                out = self.attend(q, k, v).transpose(1, 2).flatten(2)
                 txt_out, img_out = out.split([txt.shape[1], img.shape[1]], dim=1)
                 img = img + img_mod[2][:, None, :] * self.img.to_out(img_out)
                 txt = txt + txt_mod[2][:, None, :] * self.txt.to_out(txt_out)
@@ -82,16 +84,17 @@ class JointBlock(nn.Module):
 class QwenImageTransformer(nn.Module):
     """Packed latent tokens + text features + flow time → predicted velocity for the image tokens."""
 
-    def __init__(self, arch: QwenImageArch):
+    def __init__(self, arch: QwenImageArch, attention: str = DEFAULT_ATTENTION):
         super().__init__()
         d = arch.hidden_size
         self.arch = arch
+        self.attention = attention
         self.img_in = nn.Linear(arch.in_channels, d)
         self.txt_norm = nn.Parameter(torch.ones(arch.text_dim))
         self.txt_in = nn.Linear(arch.text_dim, d)
         self.time_in = nn.Linear(arch.time_proj_dim, d)
         self.time_out = nn.Linear(d, d)
-        self.blocks = nn.ModuleList(JointBlock(arch, i) for i in range(arch.num_layers))
+        self.blocks = nn.ModuleList(JointBlock(arch, i, attention) for i in range(arch.num_layers))
         self.norm_out_mod = nn.Linear(d, 2 * d)
         self.proj_out = nn.Linear(d, arch.in_channels)
 

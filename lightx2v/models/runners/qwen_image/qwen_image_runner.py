@@ -13,7 +13,7 @@ from collections.abc import Callable
 import torch
 
 from lightx2v.models.input_encoders.pseudo_text_encoder import embed_prompt
-from lightx2v.models.networks.qwen_image.config import QwenImageArch
+from lightx2v.models.networks.qwen_image.config import DEFAULT_ATTENTION, QwenImageArch
 from lightx2v.models.networks.qwen_image.model import QwenImageTransformerModel
 from lightx2v.models.schedulers.qwen_image.scheduler import QwenImageScheduler
 from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext
@@ -33,6 +33,7 @@ class QwenImageRunConfig:
     device: torch.device = dataclasses.field(default_factory=lambda: torch.device("cpu"))
     dtype: torch.dtype = torch.float32
     weight_seed: int = 0
+    attention: str = DEFAULT_ATTENTION  # the joint attention's implementation (models/networks/qwen_image/attention.py)
     # keyword arguments for TorchTraceProfileContext (tb_dir, profile_format, with_stack, schedule, ...)
     profile: dict = dataclasses.field(default_factory=dict)
 
@@ -54,6 +55,7 @@ class QwenImageRunner:
             weight_seed=c.weight_seed,
             guidance_scale=c.guidance_scale,
             cfg_parallel=c.cfg_parallel,
+            attention=c.attention,
         )
         self.scheduler = QwenImageScheduler(
             c.arch, height=c.height, width=c.width, infer_steps=c.infer_steps, seed=c.seed, device=c.device

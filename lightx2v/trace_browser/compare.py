@@ -1,0 +1,434 @@
+"""The offline Compare page: two captures' `lightx2v.trace_summary` diff as one self-contained HTML page.
+
+BASE and NEW are each a trace or a run folder (several ranks). The page shows what `--diff` prints, laid out for
+reading: the verdict, the per-step figures side by side, paired per-step bars (BASE over NEW, one scale), the ops
+whose GPU work changed most (and which kernels they now launch), kernels added and removed, kernels, CPU ops and
+memory operations by change, and for several ranks one row per rank pair. Like the Overview it has no script,
+external style or font, so it renders with no internet; the choice of sides is a plain GET form.
+
+Which run is "the previous run of this label" is decided here too: the profiler names run folders
+``<time>_<label>`` (``_2``... on a clash, ``_job<pid>`` for torchrun without a store), so the previous run is the
+newest older folder beside it with the same label.
+"""
+
+from __future__ import annotations
+
+import html
+import posixpath
+import re
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lightx2v.trace_browser.files import Trace
+from lightx2v.trace_browser.overview import BUSY, CPU, IDLE, WARN, bar
+from lightx2v.trace_files import is_json_trace_name
+from lightx2v.trace_summary.diff import ADDED, REMOVED, Delta, RankDiff, RunDiff
+from lightx2v.trace_summary.model import RankSummary, RunSummary
+from lightx2v.trace_summary.render import format_ms
+
+ROUTE = "/compare"
+TOP = 15  # rows of each change table
+MAX_PAIRED_STEPS = 32  # paired step bars per rank pair; longer captures show the first ones and say so
+BAR_WIDTH = 260
+FASTER, SLOWER = "#2e8b57", WARN
+
+# `<time>_<label>[_N | _job<pid>]`: the profiler's run-folder names (see lightx2v/utils/torch_trace_profiler.py)
+_RUN_NAME = re.compile(r"^(?P<stamp>\d{8}(?:-\d{6})?)_(?P<label>.+?)(?:_(?P<n>\d+)|_job\d+)?$")
+
+
+# --- which sides ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Side:
+    """One choosable side: a run folder (``path`` ends with "/") or one trace file, relative to the root."""
+
+    path: str
+    title: str
+
+
+def run_label(folder: str) -> str | None:
+    """The capture label of a run folder named by the profiler (``20261202-044934_infer_main`` -> ``infer_main``)."""
+    m = _RUN_NAME.match(posixpath.basename(folder.rstrip("/")))
+    return m.group("label") if m else None
+
+
+def _run_order(folder: str) -> tuple[str, int]:
+    m = _RUN_NAME.match(posixpath.basename(folder))
+    return (m.group("stamp"), int(m.group("n") or 1)) if m else ("", 0)
+
+
+def run_folders(traces: Sequence[Trace]) -> list[str]:
+    """Folders (relative, "" for the root) holding at least one JSON trace, newest capture first."""
+    newest: dict[str, float] = {}
+    for t in traces:
+        if is_json_trace_name(t.path):
+            folder = posixpath.dirname(t.path)
+            newest[folder] = max(newest.get(folder, 0.0), t.mtime)
+    return sorted(newest, key=lambda f: (-newest[f], f))
+
+
+def previous_runs(traces: Sequence[Trace]) -> dict[str, str]:
+    """{run folder: the previous run folder of the same label beside it}, for the list's "compare" links."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for folder in run_folders(traces):
+        label = run_label(folder) if folder else None
+        if label:
+            groups.setdefault((posixpath.dirname(folder), label), []).append(folder)
+    previous: dict[str, str] = {}
+    for folders in groups.values():
+        folders.sort(key=_run_order)
+        previous.update(zip(folders[1:], folders[:-1], strict=True))
+    return previous
+
+
+def choices(traces: Sequence[Trace]) -> list[Side]:
+    """What the form offers: every run folder (newest first), then every JSON trace file."""
+    sides = [Side(f + "/" if f else "", f"run {f or '.'}/") for f in run_folders(traces)]
+    return sides + [Side(t.path, t.path) for t in traces if is_json_trace_name(t.path)]
+
+
+def compare_url(base: str, new: str) -> str:
+    """The page comparing two sides (root-relative paths; a folder ends with "/")."""
+    return f"{ROUTE}?" + urllib.parse.urlencode({"base": base, "new": new})
+
+
+def previous_link(trace: Trace, previous: dict[str, str]) -> str:
+    """The trace list's "compare with previous run" link of one row ("" when its run has no previous one)."""
+    folder = posixpath.dirname(trace.path)
+    if folder not in previous or not is_json_trace_name(trace.path):
+        return ""
+    label = run_label(folder) or ""
+    href = compare_url(previous[folder] + "/", folder + "/")
+    return (f' <a class=compare-previous href="{_e(href)}" target=_blank '
+            f'title="{_e(previous[folder])}/ → {_e(folder)}/">Compare with previous {_e(label)}</a>')
+
+
+# --- pages ------------------------------------------------------------------------------------------------------
+
+def _e(value) -> str:
+    return html.escape(str(value))
+
+
+def _ms(us: float | None) -> str:
+    return format_ms(us, "–")
+
+
+def _signed_ms(us: float | None) -> str:
+    return "–" if us is None else ("+" if us > 0 else "") + format_ms(us)
+
+
+def _signed_pct(pct: float | None) -> str:
+    return "–" if pct is None else f"{pct:+.1f}%"
+
+
+def _count(value: float | None) -> str:
+    return "–" if value is None else (f"{value:,.0f}" if abs(value - round(value)) < 1e-9 else f"{value:,.2f}")
+
+
+def _signed_count(value: float | None) -> str:
+    return "–" if value is None else ("+" if value > 0 else "") + _count(value)
+
+
+def _change(d: Delta) -> float | None:
+    """NEW minus BASE, a side that has none counting as 0 (an added or removed row has a change too)."""
+    if d.delta is not None or (d.base is None and d.new is None):
+        return d.delta
+    return (d.new or 0.0) - (d.base or 0.0)
+
+
+def _delta_class(delta: float | None) -> str:
+    return "" if not delta else (" class=slower" if delta > 0 else " class=faster")
+
+
+def delta_bar(delta: float | None, scale: float, label: str, width: int = 120) -> str:
+    """A bar from the middle: left (green) when NEW takes less, right (red) when it takes more."""
+    half = width / 2
+    rects = [f'<rect x="{half - 0.5:.1f}" width="1" height="12" fill="#999"/>']
+    if delta and scale > 0:
+        w = min(half, half * abs(delta) / scale)
+        x = half if delta > 0 else half - w
+        rects.append(f'<rect x="{x:.1f}" width="{w:.1f}" height="12" fill="{SLOWER if delta > 0 else FASTER}"/>')
+    return (f'<svg class=delta width="{width}" height="12" viewBox="0 0 {width} 12" role="img" '
+            f'aria-label="{_e(label)}">{"".join(rects)}</svg>')
+
+
+def _table(head: list[str], rows: list[str], cls: str, empty: str) -> str:
+    if not rows:
+        return f"<p class=none>{_e(empty)}</p>"
+    header = "".join(f"<th>{_e(h)}</th>" for h in head)
+    return f"<table class={cls}><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _side_link(side_path: str, overview_url) -> str:
+    return f'<a href="{_e(overview_url(side_path))}">{_e(side_path or "./")}</a>'
+
+
+def render_compare(diff: RunDiff, base: RunSummary, new: RunSummary, *, base_path: str, new_path: str,
+                   overview_url, back_url: str = "/") -> str:
+    """The page; ``base_path``/``new_path``: the sides as the URL names them, ``overview_url(path)``: their pages."""
+    swap = compare_url(new_path, base_path)
+    parts = [f'<p class=nav><a href="{_e(back_url)}">← all traces</a> · <a class=choose href="{ROUTE}">choose '
+             f'other captures</a> · <a class=swap href="{_e(swap)}">swap BASE and NEW</a></p>',
+             f"<h1>Compare {_e(diff.base.label)} → {_e(diff.new.label)}</h1>",
+             f"<p class=verdict id=verdict>{_e(diff.verdict)}</p>",
+             "<table class=sides><tbody>"
+             f"<tr><th>BASE</th><td>{_side_link(base_path, overview_url)}</td>"
+             f"<td>{_e(_side_text(diff.base))}</td></tr>"
+             f"<tr><th>NEW</th><td>{_side_link(new_path, overview_url)}</td>"
+             f"<td>{_e(_side_text(diff.new))}</td></tr></tbody></table>"]
+    parts += [f"<p class=note>{_e(note)}</p>" for note in diff.notes]
+    for side, names in (("BASE", diff.unmatched_base), ("NEW", diff.unmatched_new)):
+        if names:
+            parts.append(f"<p class=note>{side} only, not compared: {_e(', '.join(names))}</p>")
+    if len(diff.ranks) > 1 or len(base.ranks) > 1 or len(new.ranks) > 1:
+        parts.append(_ranks_section(diff))
+    by_rank_base = {_rank_key(r): r for r in base.ranks}
+    by_rank_new = {_rank_key(r): r for r in new.ranks}
+    for i, rd in enumerate(diff.ranks):
+        b = by_rank_base.get((rd.rank, rd.base_file)) or (base.ranks[i] if i < len(base.ranks) else None)
+        n = by_rank_new.get((rd.rank, rd.new_file)) or (new.ranks[i] if i < len(new.ranks) else None)
+        parts.append(_rank_pair(rd, b, n, len(diff.ranks) > 1))
+    return _PAGE.format(title=_e(f"{diff.base.label} → {diff.new.label}"), body="\n".join(parts))
+
+
+def _rank_key(r: RankSummary) -> tuple[int | None, str]:
+    return r.rank, r.file
+
+
+def _side_text(side) -> str:
+    ranks = f"{side.ranks} rank{'s' if side.ranks != 1 else ''}"
+    straggler = f", straggler {side.straggler}" if side.straggler else ""
+    return f"{ranks}, step {_ms(side.step_wall_us)} ms{straggler}"
+
+
+def _ranks_section(diff: RunDiff) -> str:
+    longest = max([r.step_wall_us.base or 0.0 for r in diff.ranks] + [r.step_wall_us.new or 0.0 for r in diff.ranks]
+                  + [0.0])
+    rows = []
+    for r in diff.ranks:
+        d = r.step_wall_us
+        rows.append(
+            f"<tr><td>{_e('–' if r.rank is None else r.rank)}</td><td>{_e(r.base_worker)}</td>"
+            f"<td>{_e(r.new_worker)}</td><td class=num>{_ms(d.base)}</td><td class=num>{_ms(d.new)}</td>"
+            f"<td class=pair>{_pair_bars(d, longest)}</td>"
+            f"<td class=num{_delta_class(d.delta)}>{_signed_ms(d.delta)}</td>"
+            f"<td class=num{_delta_class(d.delta)}>{_signed_pct(d.delta_pct)}</td></tr>")
+    stragglers = "".join(f"<p class=straggler-line>{side} straggler: <strong>{_e(s.straggler)}</strong></p>"
+                         for side, s in (("BASE", diff.base), ("NEW", diff.new)) if s.straggler)
+    return ("<section id=ranks><h2>Ranks, rank to rank (mean step wall)</h2>"
+            + _table(["rank", "BASE worker", "NEW worker", "BASE ms", "NEW ms", "BASE over NEW", "Δ ms", "Δ %"],
+                     rows, "ranks", "no rank pairs") + stragglers + "</section>")
+
+
+def _pair_bars(d: Delta, scale: float) -> str:
+    return (bar([(d.base or 0.0, IDLE)], scale, f"BASE {_ms(d.base)} ms", BAR_WIDTH // 2) + "<br>"
+            + bar([(d.new or 0.0, BUSY)], scale, f"NEW {_ms(d.new)} ms", BAR_WIDTH // 2))
+
+
+def _rank_pair(rd: RankDiff, base: RankSummary | None, new: RankSummary | None, several: bool) -> str:
+    h3 = "h3"
+    out = [f"<section class=rank-pair id=\"pair-{_e(rd.rank if rd.rank is not None else rd.base_worker)}\">"]
+    if several:  # one pair: the page's heading and verdict are this pair's
+        who = f"Rank {rd.rank if rd.rank is not None else '?'}: "
+        out.append(f"<h2>{_e(who)}{_e(rd.base_worker)} → {_e(rd.new_worker)}</h2>")
+        out.append(f"<p class=verdict>{_e(rd.verdict)}</p>")
+    out.append(_figures(rd))
+    if base is not None and new is not None:
+        out.append(f"<{h3}>Steps, BASE over NEW</{h3}>" + _paired_steps(base, new))
+    cpu_ops = f"<{h3}>CPU ops by change of self time per step</{h3}>" + _cpu_ops(rd)
+    if not (rd.ops or rd.kernels or rd.memory):  # CPU-only captures: their changes are the CPU ops
+        out.append(cpu_ops)
+        out.append("<p class=none id=no-gpu>No GPU activity in either capture: no kernels, copies or sets to "
+                   "compare.</p>")
+    else:
+        out.append(f"<{h3}>Top changes: ops by GPU time per step</{h3}>" + _ops(rd))
+        out.append(f"<{h3}>Kernels added and removed</{h3}>" + _added_removed(rd))
+        out.append(f"<{h3}>Kernels by change of time per step</{h3}>" + _kernels(rd))
+        out.append(f"<{h3}>Memory copies and sets per step</{h3}>" + _memory(rd))
+        out.append(cpu_ops)
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _figures(rd: RankDiff) -> str:
+    rows = []
+    for name, d, fmt, signed in (
+            ("steps", Delta(rd.base_steps, rd.new_steps, rd.new_steps - rd.base_steps, None), _count, _signed_count),
+            ("step wall ms", rd.step_wall_us, _ms, _signed_ms),
+            ("GPU busy ms", rd.gpu_busy_us, _ms, _signed_ms),
+            ("GPU idle ms", rd.gpu_idle_us, _ms, _signed_ms),
+            ("kernel calls", rd.kernel_calls_per_step, _count, _signed_count),
+            ("kernel time ms", rd.kernel_time_per_step_us, _ms, _signed_ms),
+            ("CPU self ms", rd.cpu_self_per_step_us, _ms, _signed_ms)):
+        cls = _delta_class(d.delta) if name != "steps" else ""
+        rows.append(f"<tr><th>{_e(name)}</th><td class=num>{fmt(d.base)}</td><td class=num>{fmt(d.new)}</td>"
+                    f"<td class=num{cls}>{signed(d.delta)}</td><td class=num{cls}>{_signed_pct(d.delta_pct)}</td></tr>")
+    return _table(["per step (mean)", "BASE", "NEW", "Δ", "Δ %"], rows, "figures", "")
+
+
+def _paired_steps(base: RankSummary, new: RankSummary) -> str:
+    count = max(len(base.steps), len(new.steps))
+    shown = min(count, MAX_PAIRED_STEPS)
+    longest = max([s.wall_us for s in base.steps] + [s.wall_us for s in new.steps] + [0.0])
+    rows = []
+    for i in range(shown):
+        cells = []
+        for side, steps in (("BASE", base.steps), ("NEW", new.steps)):
+            if i >= len(steps):
+                cells.append(f"<td class=side>{side}</td><td>–</td><td class=num>–</td><td></td>")
+                continue
+            s = steps[i]
+            if s.gpu_busy_us is not None:
+                parts = [(s.gpu_busy_us, BUSY), (max(0.0, s.wall_us - s.gpu_busy_us), IDLE)]
+            else:
+                parts = [(s.wall_us, CPU)]
+            cells.append(f"<td class=side>{side}</td><td>{_e(s.name)}</td><td class=num>{_ms(s.wall_us)}</td>"
+                         f"<td>{bar(parts, longest, f'{side} {s.name}: {_ms(s.wall_us)} ms', BAR_WIDTH)}</td>")
+        rows.append(f"<tr class=base-step>{cells[0]}</tr><tr class=new-step>{cells[1]}</tr>")
+    more = (f"<p class=meta>first {shown} of {count} steps shown; the figures above are means over all.</p>"
+            if shown < count else "")
+    legend = (f"<p class=legend><span style='color:{BUSY}'>■</span> GPU busy <span style='color:{IDLE}'>■</span> "
+              f"GPU idle <span style='color:{CPU}'>■</span> CPU step (no GPU work recorded); one scale for both</p>")
+    return legend + _table(["", "step", "wall ms", ""], rows, "paired-steps", "no steps") + more
+
+
+def _scale(deltas) -> float:
+    return max([abs(d or 0.0) for d in deltas] + [0.0])
+
+
+def _ops(rd: RankDiff) -> str:
+    ops = rd.ops[:TOP]
+    scale = _scale(_change(o.gpu_time_per_step_us) for o in ops)
+    rows = []
+    for o in ops:
+        d = o.gpu_time_per_step_us
+        change = _change(d)
+        name = " / ".join(x for x in (o.label, o.op) if x) or "(no launching op)"
+        kernels = "".join(
+            f"<div class=removed>− {_e(k)}</div>" for k in o.kernels_removed) + "".join(
+            f"<div class=added>+ {_e(k)}</div>" for k in o.kernels_added)
+        lowering = ""
+        if o.launchers_base != o.launchers_new:
+            lowering = (f"<div class=meta>launched by {_e(', '.join(o.launchers_base) or '–')} → "
+                        f"{_e(', '.join(o.launchers_new) or '–')}</div>")
+        rows.append(
+            f"<tr><td class=name>{_e(name)}{lowering}</td><td>{_e(o.status)}</td>"
+            f"<td class=num>{_count(o.kernel_calls_per_step.base)}</td>"
+            f"<td class=num>{_count(o.kernel_calls_per_step.new)}</td>"
+            f"<td class=num>{_ms(d.base)}</td><td class=num>{_ms(d.new)}</td>"
+            f"<td>{delta_bar(change, scale, f'{_signed_ms(change)} ms')}</td>"
+            f"<td class=num{_delta_class(change)}>{_signed_ms(change)}</td>"
+            f"<td class=num{_delta_class(change)}>{_signed_pct(d.delta_pct)}</td>"
+            f"<td class=kernels>{kernels}</td></tr>")
+    return _table(["label / op", "status", "kernels BASE", "NEW", "GPU ms BASE", "NEW", "", "Δ ms", "Δ %",
+                   "kernels changed"], rows, "ops", "No GPU work attributed to ops on either side.")
+
+
+def _added_removed(rd: RankDiff) -> str:
+    rows = []
+    for k in [k for k in rd.kernels if k.status in (ADDED, REMOVED)][:2 * TOP]:
+        mark = "+" if k.status == ADDED else "−"
+        t, c = k.time_per_step_us, k.calls_per_step
+        rows.append(f"<tr class={_e(k.status)}><td>{mark} {_e(k.status)}</td>"
+                    f"<td class=name title=\"{_e(k.name)}\">{_e(k.short_name)}</td>"
+                    f"<td class=num>{_count(c.new if k.status == ADDED else c.base)}</td>"
+                    f"<td class=num>{_ms(t.new if k.status == ADDED else t.base)}</td>"
+                    f"<td>{_e(', '.join(k.ops))}</td></tr>")
+    return _table(["", "kernel", "calls", "ms", "launched under"], rows, "added-removed",
+                  "None: both sides launch the same kernels.")
+
+
+def _kernels(rd: RankDiff) -> str:
+    kernels = rd.kernels[:TOP]
+    scale = _scale(_change(k.time_per_step_us) for k in kernels)
+    rows = []
+    for k in kernels:
+        t, c = k.time_per_step_us, k.calls_per_step
+        change = _change(t)
+        rows.append(
+            f"<tr><td class=name title=\"{_e(k.name)}\">{_e(k.short_name)}</td><td>{_e(k.status)}</td>"
+            f"<td class=num>{_count(c.base)}</td><td class=num>{_count(c.new)}</td>"
+            f"<td class=num>{_ms(t.base)}</td><td class=num>{_ms(t.new)}</td>"
+            f"<td>{delta_bar(change, scale, f'{_signed_ms(change)} ms')}</td>"
+            f"<td class=num{_delta_class(change)}>{_signed_ms(change)}</td>"
+            f"<td class=num{_delta_class(change)}>{_signed_pct(t.delta_pct)}</td></tr>")
+    return _table(["kernel", "status", "calls BASE", "NEW", "ms BASE", "NEW", "", "Δ ms", "Δ %"], rows, "kernels",
+                  "No kernels on either side.")
+
+
+def _memory(rd: RankDiff) -> str:
+    rows = []
+    for m in rd.memory:
+        t, c = m.time_per_step_us, m.calls_per_step
+        change = _change(t)
+        rows.append(f"<tr><td>{_e(m.kind)}</td><td class=num>{_count(c.base)}</td><td class=num>{_count(c.new)}</td>"
+                    f"<td class=num>{_ms(t.base)}</td><td class=num>{_ms(t.new)}</td>"
+                    f"<td class=num{_delta_class(change)}>{_signed_ms(change)}</td></tr>")
+    return _table(["kind", "calls BASE", "NEW", "ms BASE", "NEW", "Δ ms"], rows, "memory", "None on either side.")
+
+
+def _cpu_ops(rd: RankDiff) -> str:
+    ops = rd.cpu_ops[:TOP]
+    scale = _scale(_change(o.self_per_step_us) for o in ops)
+    rows = []
+    for o in ops:
+        s, c = o.self_per_step_us, o.calls_per_step
+        change = _change(s)
+        rows.append(
+            f"<tr><td class=name>{_e(o.name)}</td><td>{_e(o.status)}</td>"
+            f"<td class=num>{_count(c.base)}</td><td class=num>{_count(c.new)}</td>"
+            f"<td class=num>{_ms(s.base)}</td><td class=num>{_ms(s.new)}</td>"
+            f"<td>{delta_bar(change, scale, f'{_signed_ms(change)} ms')}</td>"
+            f"<td class=num{_delta_class(change)}>{_signed_ms(change)}</td>"
+            f"<td class=num{_delta_class(change)}>{_signed_pct(s.delta_pct)}</td></tr>")
+    return _table(["op", "status", "calls BASE", "NEW", "self ms BASE", "NEW", "", "Δ ms", "Δ %"], rows, "cpu-ops",
+                  "No CPU ops on either side.")
+
+
+def render_chooser(sides: Sequence[Side], *, base: str = "", new: str = "", message: str = "",
+                   back_url: str = "/") -> str:
+    """The form that names two sides (a GET to this route, so the URL it opens names both)."""
+    if not base and len(sides) > 1:
+        base, new = sides[1].path, sides[0].path  # the newest capture against the one before it
+    elif not base and sides:
+        base = new = sides[0].path
+
+    def select(name: str, chosen: str) -> str:
+        options = "".join(f"<option value=\"{_e(s.path)}\"{' selected' if s.path == chosen else ''}>{_e(s.title)}"
+                          "</option>" for s in sides)
+        return f"<select name={name} id={name}>{options}</select>"
+
+    form = ("<p class=none>No JSON traces under the root yet.</p>" if not sides else
+            f'<form method=get action="{ROUTE}"><p><label for=base>BASE</label> {select("base", base)}</p>'
+            f'<p><label for=new>NEW</label> {select("new", new)}</p><p><button type=submit>Compare</button></p>'
+            "</form>")
+    error = f"<p class=error>{_e(message)}</p>" if message else ""
+    body = (f'<p class=nav><a href="{_e(back_url)}">← all traces</a></p><h1>Compare two captures</h1>{error}'
+            "<p>Each side is a run folder (all its ranks, compared rank to rank) or one trace file. Figures are per "
+            "profiled step, so captures with different <code>active</code> counts compare fairly. The terminal "
+            "gives the same: <code>python -m lightx2v.trace_summary --diff BASE NEW</code>.</p>" + form)
+    return _PAGE.format(title="Compare", body=body)
+
+
+_PAGE = """<!doctype html>
+<html lang=en><head><meta charset=utf-8><title>{title} · Compare · LightX2V</title>
+<style>
+body {{ font: 14px system-ui, sans-serif; margin: 1.5em 2em; color: #222; }}
+h1 {{ font-size: 1.4em; }} h2 {{ font-size: 1.2em; margin-top: 2em; }} h3 {{ font-size: 1.05em; margin: 1.4em 0 .4em; }}
+table {{ border-collapse: collapse; margin: .6em 0; }}
+td, th {{ padding: .2em .7em; border-bottom: 1px solid #e3e3e3; text-align: left; vertical-align: top; }}
+td.num {{ text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }}
+td.name, td.kernels {{ font-family: monospace; max-width: 48em; overflow-wrap: anywhere; }}
+.verdict {{ font-size: 1.1em; font-weight: 600; }} #verdict {{ font-size: 1.25em; }}
+.meta, .legend, .none {{ color: #555; }} .note {{ color: #8a5a00; }}
+.faster, .added {{ color: {faster}; }} .slower, .removed, .error {{ color: {slower}; }}
+tr.new-step td {{ border-bottom: 1px solid #bbb; }} tr.base-step td {{ border-bottom: none; }}
+td.side {{ color: #555; font-size: .85em; }}
+svg.bar, svg.delta {{ vertical-align: middle; background: #f4f4f4; }}
+select {{ font: inherit; max-width: 60em; }}
+</style></head>
+<body>
+{body}
+</body></html>
+""".replace("{faster}", FASTER).replace("{slower}", SLOWER)

@@ -39,7 +39,7 @@ DIFF_SCHEMA = "lightx2v.trace_summary.diff/1"
 
 CHANGED_PCT = 0.5  # a per-step wall-time change smaller than this reads as "about the same"
 SAME_REL = 1e-9  # figures this close (relative) are equal: summation order over duplicated steps, divided back
-VERDICT_GROUPS = 2  # op groups named in the verdict line, largest |delta| first
+VERDICT_GROUPS = 2  # op groups (CPU ops, without GPU work) named in the verdict line, largest |delta| first
 
 # Status words of KernelChange / CpuOpChange / OpChange rows.
 ADDED, REMOVED, CHANGED, SAME = "added", "removed", "changed", "same"
@@ -200,9 +200,16 @@ def compare_ranks(base: RankSummary, new: RankSummary) -> RankDiff:
         ops=ops,
         verdict="",
     )
-    diff.verdict = _verdict(step, [(group_name(o), o.gpu_time_per_step_us.delta or 0.0) for o in ops],
-                            "per step")
+    diff.verdict = _verdict(step, _verdict_deltas(diff), "per step")
     return diff
+
+
+def _verdict_deltas(r: RankDiff) -> list[tuple[str, float]]:
+    """What the verdict names: the op groups' GPU time per step, or on a capture without GPU work (a CPU run)
+    the CPU ops' self time per step."""
+    if r.ops:
+        return [(group_name(o), o.gpu_time_per_step_us.delta or 0.0) for o in r.ops]
+    return [(c.name, c.self_per_step_us.delta or 0.0) for c in r.cpu_ops]
 
 
 def group_name(op: OpKernels) -> str:
@@ -401,8 +408,8 @@ def _mean_group_deltas(ranks: list[RankDiff]) -> list[tuple[str, float]]:
     """Each group's GPU-time delta per step, the mean over the compared rank pairs."""
     total: dict[str, float] = {}
     for r in ranks:
-        for o in r.ops:
-            total[group_name(o)] = total.get(group_name(o), 0.0) + (o.gpu_time_per_step_us.delta or 0.0)
+        for name, d in _verdict_deltas(r):
+            total[name] = total.get(name, 0.0) + d
     return [(name, d / len(ranks)) for name, d in total.items()] if ranks else []
 
 

@@ -1,6 +1,6 @@
 """Agreement: our `--diff` against Holistic Trace Analysis' `TraceDiff` on the same pair (issue 16, item 6).
 
-    pip install HolisticTraceAnalysis      # not in the test extra: ~100 s and ~500 MB (it pulls jupyterlab)
+    pip install HolisticTraceAnalysis      # in the test extra (~100 s, ~500 MB: it pulls jupyterlab)
     python benchmarks/bench_diff_agreement.py
 
 The pair is the real H200 fixture (tests/fixtures/h200_dit_stack.pt.trace.json.gz, one ProfilerStep) and a copy

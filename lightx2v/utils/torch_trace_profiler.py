@@ -177,6 +177,7 @@ def _find_bad_field(cfg: TorchTraceProfileConfig) -> Optional[str]:
 _DEFAULT = TorchTraceProfileConfig()  # the defaults of TorchTraceProfileContext's keywords come from here
 _CONFIGS: dict[tuple, TorchTraceProfileConfig] = {}  # validated configs by their settings
 _CONFIGS_MAX = 256  # distinct call-site settings a process keeps; beyond that, each context validates anew
+_SITES: dict[tuple, "_Site"] = {}  # call sites by (name, settings): their call counters live as long as the process
 
 
 # ------------------------------------------------------------------------------------------ session state
@@ -209,6 +210,12 @@ class _Session:
         arm()           any                           armed, generation + 1         reset_session()
         request_arm()   claimed, not capturing        armed, generation + 1         the remote-arming watcher
                         (else: refused / capturing now / already armed, nothing changes)
+        join_job(job)   not capturing, no job         job, not claimed (slow path)  the watcher (a job arm)
+        plan_job(plan)  job                           job has its call, or ended    the watcher
+        job_turn(site)  job, at its call              claimed + capturing           run() (a job's ranks)
+
+    A job arm (several ranks, see "remote arming: jobs") keeps ``claimed`` False until it ends, so every ``run()``
+    takes the slow path and asks ``job_turn`` whether this call is the one the ranks agreed on.
     """
 
     def __init__(self) -> None:
@@ -218,11 +225,15 @@ class _Session:
         self.generation = 0  # bumped by every arm; names the run-directory rendezvous key
         self.last: Optional[CaptureResult] = None
         self.captures = 0  # captures finished in this process, successful or not
+        self.last_site: Optional[_Site] = None  # the call site of the last capture: where a job arm captures
+        self.job: Optional[_JobArm] = None  # the job arm in progress on this rank
+        self.last_job: Optional[_JobArm] = None  # the latest job arm this rank took part in (for the status)
+        self.job_changes = 0  # bumped by every job-arm transition (the watcher rewrites the status on a change)
 
     def claim(self) -> Optional[int]:
         """The session's generation if the caller may capture now, else None (caller runs a plain call)."""
         with self.lock:
-            if self.claimed or self.capturing:
+            if self.claimed or self.capturing or self.job is not None:
                 return None
             self.claimed = True
             if not _env_flag(ENV_ENABLE):
@@ -271,6 +282,79 @@ class _Session:
                 outcome = "armed"
             note(outcome, self.generation, self.captures)
             return outcome
+
+    # -- job arms (see "remote arming: jobs") ----------------------------------------------------------------
+    def join_job(self, job: "_JobArm") -> Optional[str]:
+        """The watcher: take part in ``job``; its ``index`` is this rank's call count now. Returns why not yet
+        (a capture under way, another job arm not over), or None."""
+        with self.lock:
+            if self.capturing:
+                return "capturing now"
+            if self.job is not None:
+                return f"job arm {self.job.number} is not over"
+            self.job, self.last_job = job, job
+            self.claimed = False  # from here every run() asks job_turn() ...
+            job.index = job.site.calls  # ... so no call numbered above index + 1 runs without asking
+            self.job_changes += 1
+            return None
+
+    def plan_job(self, job: "_JobArm", plan: str) -> None:
+        """The watcher (or a rank that gave up waiting): the plan every rank agreed on, ``call <T>`` or a reason."""
+        with self.lock:
+            if job.target is None and job.outcome is None:
+                if plan.startswith("call "):
+                    job.target = int(plan.split()[1])
+                else:
+                    job.outcome = plan
+                    self._end_job_locked(job)
+                self.job_changes += 1
+        job.decided.set()
+
+    def _end_job_locked(self, job: "_JobArm") -> None:
+        if self.job is job:
+            self.job = None
+            self.claimed = True  # back to the steady path
+
+    def job_turn(self, site: _Site) -> Optional[int]:
+        """run() while a job arm is in progress: the generation when this call is the agreed one, else None.
+
+        The one wait on the caller's thread: a rank does not pass call ``index + JOB_AHEAD`` before the plan is
+        known, because the agreed call may be that one (the plan's call is at least ``index + JOB_AHEAD``).
+        """
+        job = self.job
+        if job is None:
+            return self.claim()
+        if site is not job.site:
+            return None
+        if job.target is None and job.outcome is None and job.index is not None \
+                and site.calls >= job.index + JOB_AHEAD:
+            if not job.decided.wait(JOB_ANSWER_SECONDS + JOB_WAIT_MARGIN_SECONDS):
+                self.plan_job(job, f"abandoned: no plan within {JOB_ANSWER_SECONDS + JOB_WAIT_MARGIN_SECONDS:.0f} "
+                                   "s (the job's c10d store did not answer this rank); this rank does not capture")
+        with self.lock:
+            if self.job is not job or job.target is None:
+                return None
+            calls = site.calls
+            if calls < job.target:
+                return None
+            if calls > job.target:  # cannot happen (docs/capture.md); never capture out of step
+                job.outcome = f"missed: call {calls} ran before the plan for call {job.target} arrived"
+                self._end_job_locked(job)
+                self.job_changes += 1
+                return None
+            self.job = None
+            self.claimed = self.capturing = True
+            self.generation += 1
+            job.generation = self.generation
+            self.job_changes += 1
+            return self.generation
+
+    def rendezvous_of(self, generation: int) -> str:
+        """The store key naming a capture's run directory: per job arm for a job's capture, else per session."""
+        job = self.last_job
+        if job is not None and job.generation == generation:
+            return f"job_arm/{job.number}/run_dir"
+        return f"run_dir/{generation}"
 
 
 _SESSION = _Session()
@@ -366,7 +450,7 @@ class TorchTraceProfileContext:
     checked here, so a typo fails on the first step rather than when a capture would start.
     """
 
-    __slots__ = ("name", "config")
+    __slots__ = ("name", "site")
 
     def __init__(
         self,
@@ -388,25 +472,25 @@ class TorchTraceProfileContext:
         if name is not None and type(name) is not str:
             raise ValueError(f"name must be a str or None, got {type(name).__name__}")
         self.name = name
-        # A validated config per distinct settings: a context at every step costs one tuple and one dict lookup.
+        # A call site per distinct name and settings (its call counter lines ranks up, see "remote arming"), holding
+        # a validated config per distinct settings: a context at every step costs one tuple and one dict lookup.
         # Keys compare by value, so a value equal to a validated one (True or 1.0 where 1 was validated) gets that
         # validated config: the config a context holds always has its fields' exact types, and behaves as the
         # value given. A value that equals nothing validated yet goes through the config's check (and its error).
-        key = (profile_format, tb_dir, chrome_path, wait, warmup, active, with_stack, tensorboard_port, use_gzip,
-               record_shapes, profile_memory, with_flops)
-        cacheable = True
+        key = (name, profile_format, tb_dir, chrome_path, wait, warmup, active, with_stack, tensorboard_port,
+               use_gzip, record_shapes, profile_memory, with_flops)
         try:
-            config = _CONFIGS.get(key)
+            site = _SITES.get(key)
         except TypeError:  # an unhashable path: the config's check names it
-            config, cacheable = None, False
-        if config is None:
-            config = TorchTraceProfileConfig(
-                profile_format=profile_format, tb_dir=tb_dir, chrome_path=chrome_path, wait=wait, warmup=warmup,
-                active=active, with_stack=with_stack, tensorboard_port=tensorboard_port, use_gzip=use_gzip,
-                record_shapes=record_shapes, profile_memory=profile_memory, with_flops=with_flops)
-            if cacheable and len(_CONFIGS) < _CONFIGS_MAX:
-                _CONFIGS[key] = config
-        self.config = config
+            site = None
+        if site is None:
+            site = _new_site(key)
+        self.site = site
+
+    @property
+    def config(self) -> TorchTraceProfileConfig:
+        """The validated settings of this call site."""
+        return self.site.config
 
     def __enter__(self) -> "TorchTraceProfileContext":
         return self
@@ -416,20 +500,55 @@ class TorchTraceProfileContext:
 
     def run(self, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """Call ``func(*args, **kwargs)``; the session's first call is the capture (see the module docstring)."""
+        site = self.site
+        site.calls += 1  # the call index that lines a job's ranks up (see "remote arming")
         if _SESSION.claimed:
             return func(*args, **kwargs)
-        generation = _SESSION.claim()
+        generation = _SESSION.claim() if _SESSION.job is None else _SESSION.job_turn(site)
         if generation is None:
             return func(*args, **kwargs)
-        return _capture_claimed(self.config, self.name or _qualified_name(func), generation, func, args, kwargs)
+        return _capture_claimed(self.config, self.name or _qualified_name(func), generation, func, args, kwargs,
+                                site)
+
+
+class _Site:
+    """A call site: a context name with its settings. Counts its ``run()`` calls, the index a job's ranks agree on."""
+
+    __slots__ = ("config", "calls")
+
+    def __init__(self, config: TorchTraceProfileConfig) -> None:
+        self.config = config
+        self.calls = 0
+
+
+def _new_site(key: tuple) -> _Site:
+    """The call site for a context's settings ``key`` (name first), validated; cached while the cache has room."""
+    settings = key[1:]
+    try:
+        config = _CONFIGS.get(settings)
+        cacheable = True
+    except TypeError:
+        config, cacheable = None, False
+    if config is None:
+        fields = ("profile_format", "tb_dir", "chrome_path", "wait", "warmup", "active", "with_stack",
+                  "tensorboard_port", "use_gzip", "record_shapes", "profile_memory", "with_flops")
+        config = TorchTraceProfileConfig(**dict(zip(fields, settings, strict=True)))
+        if cacheable and len(_CONFIGS) < _CONFIGS_MAX:
+            _CONFIGS[settings] = config
+    site = _Site(config)
+    if cacheable and len(_SITES) < _CONFIGS_MAX:  # beyond that a context is its own site: it never joins a job arm
+        _SITES[key] = site
+    return site
 
 
 def _capture_claimed(cfg: TorchTraceProfileConfig, label: str, generation: int, func: Callable[..., T],
-                     args: tuple, kwargs: dict) -> T:
+                     args: tuple, kwargs: dict, site: Optional[_Site] = None) -> T:
     """Run the capture that ``_SESSION.claim()`` allowed, and release the session whatever happens."""
     try:
+        if site is not None:
+            _SESSION.last_site = site  # a job arm captures at this call site again (see "remote arming")
         _REMOTE.start_once(cfg.profile_format, cfg.tb_dir)  # see "remote arming"; never raises
-        return _Capture(cfg, label, generation).run(func, args, kwargs)
+        return _Capture(cfg, label, generation, _SESSION.rendezvous_of(generation)).run(func, args, kwargs)
     finally:
         _unpin_process_group_defaults()  # before the caller can reach destroy_process_group()
         _SESSION.release()
@@ -445,10 +564,12 @@ def _qualified_name(func: Callable[..., Any]) -> str:
 class _Capture:
     """One capture: resolve where files go, drive torch.profiler over the target, export, report."""
 
-    def __init__(self, config: TorchTraceProfileConfig, label: str, generation: int) -> None:
+    def __init__(self, config: TorchTraceProfileConfig, label: str, generation: int,
+                 rendezvous: Optional[str] = None) -> None:
         self.config = config
         self.label = label
         self.generation = generation
+        self.rendezvous = rendezvous or f"run_dir/{generation}"  # the store key naming the ranks' run directory
         self.rank, self.world_size, self.store = _distributed_identity()
         self.run_dir: Optional[str] = None  # set by _plan_outputs (tensorboard format)
         self.log_dir: Optional[str] = None
@@ -535,7 +656,7 @@ class _Capture:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             return None, None, [path]
         log_dir = self._output_root()
-        run_dir = _shared_run_dir(log_dir, self.label, f"run_dir/{self.generation}", self.store, self.world_size)
+        run_dir = _shared_run_dir(log_dir, self.label, self.rendezvous, self.store, self.world_size)
         width = len(str(max(self.world_size - 1, 0)))
         worker = f"rank{self.rank:0{width}d}_{_slug(socket.gethostname(), 40) or 'host'}"
         return run_dir, log_dir, [os.path.join(run_dir, worker + ".pt.trace.json" + (".gz" if cfg.use_gzip else ""))]
@@ -1006,9 +1127,7 @@ def log_profile_done(cfg: TorchTraceProfileConfig) -> None:
 # same one bool read), so between captures the process pays nothing per call. On by default for the
 # tensorboard format; LIGHTX2V_TORCH_PROFILE_REMOTE=0 keeps the thread from starting.
 #
-# Multi-rank jobs refuse: each rank would see the request at a different call, capture (five target calls)
-# at a different point, and the collectives inside the target would stop lining up -- a hang. Agreeing on one
-# call index would need a call counter on the steady path; refusing is safe by construction.
+# Multi-rank jobs (torchrun) are armed as a whole: see "remote arming: jobs" below and docs/capture.md.
 
 CONTROL_DIR = ".capture"  # hidden: TensorBoard, the trace browser and trace_summary skip it
 CONTROL_PROTOCOL = 1
@@ -1016,6 +1135,61 @@ STATUS_SUFFIX = ".status.json"
 REQUEST_SUFFIX = ".request"
 POLL_SECONDS = 0.5
 HEARTBEAT_SECONDS = 2.0  # readers call a process gone after several missed heartbeats
+
+# ---------------------------------------------------------------------------- remote arming: jobs
+# One request arms the whole job, and every rank captures at the same call index of the same call site, with no
+# collective and nothing on the steady path but one integer add (``_Site.calls``). Through the job's c10d store,
+# under ``lightx2v/capture/job_arm/<n>/``, only from the watcher thread:
+#
+#   request      the request, set (compare-and-set: the first one wins) by the rank whose request file came first
+#   index/<r>    rank r's call count at the call site of its last capture when its watcher joined arm n
+#   plan         "call <T>", T = max(index) + JOB_AHEAD, once every rank published; or "abandoned: <why>" when
+#                some rank did not within JOB_ANSWER_SECONDS. Compare-and-set: every rank gets the same one.
+#
+# Joining arms the slow path *before* reading the count, so no call numbered above index + 1 runs unasked; a rank
+# asked at call index + JOB_AHEAD without a plan waits for it (bounded), and T >= index + JOB_AHEAD: no rank can
+# be past T when it learns T. So the ranks that reach call T all capture it, and every rank reaches it when the
+# target holds a collective (each rank makes the same number of calls). Why that cannot hang: docs/capture.md.
+JOB_KEY = "lightx2v/capture/job_arm"
+JOB_AHEAD = 3  # K: the agreed call is this many calls past the furthest rank's count (>= 2 for the argument)
+JOB_ANSWER_SECONDS = 10.0  # a job arm that not every rank joined within this is abandoned, for all ranks alike
+JOB_WAIT_MARGIN_SECONDS = 10.0  # the caller's wait for a plan ends this long after the watchers' deadline
+JOB_POLL_SECONDS = 0.05  # the watcher's pace while a job arm waits for its plan
+STORE_TIMEOUT_SECONDS = 5.0  # the watcher's own store connection (a clone) gives up after this
+
+
+class _JobArm:
+    """One arm of a multi-rank job as this rank takes part in it (``_Session`` owns its transitions)."""
+
+    def __init__(self, number: int, request: dict[str, Any], site: _Site, label: str) -> None:
+        self.number = number  # the n of the store keys
+        self.request = request  # {"id", "by", "at"}
+        self.site = site
+        self.label = label
+        self.index: Optional[int] = None  # this rank's call count when it joined (published)
+        self.target: Optional[int] = None  # the agreed call index
+        self.outcome: Optional[str] = None  # why it ended without a capture
+        self.generation: Optional[int] = None  # the session generation of the capture it started
+        self.decided = threading.Event()
+        self.joined_at = time.monotonic()
+
+    def state(self) -> str:
+        if self.outcome:
+            return self.outcome
+        if self.generation is not None:
+            return "capturing" if _SESSION.capturing and _SESSION.generation == self.generation else "captured"
+        if self.target is not None:
+            return f"armed for call {self.target}"
+        return "waiting for every rank"
+
+    def describe(self) -> dict[str, Any]:
+        return {"number": self.number, "request_id": self.request.get("id"), "by": self.request.get("by"),
+                "site": self.label, "index": self.index, "target": self.target, "calls": self.site.calls,
+                "state": self.state(), "ahead": JOB_AHEAD}
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class _RemoteControl:
@@ -1037,6 +1211,8 @@ class _RemoteControl:
         self.started_at: Optional[float] = None  # the process's start time, from /proc
         self.written_state: Optional[tuple] = None  # _shown_state() as of the last status write
         self.failure_logged = False
+        self.next_job_arm = 1  # the job arm this rank looks for in the store next
+        self.store_clone: Optional[tuple[Any, Any]] = None  # (the job's store, the watcher's own connection to it)
 
     # -- in the caller's thread, once -----------------------------------------------------------------------
     def start_once(self, profile_format: str, tb_dir: Optional[Union[str, os.PathLike]]) -> None:
@@ -1092,14 +1268,22 @@ class _RemoteControl:
             return
         last_beat = time.monotonic()
         while True:
-            time.sleep(POLL_SECONDS)
+            job = _SESSION.job
+            time.sleep(JOB_POLL_SECONDS if job is not None and job.target is None else POLL_SECONDS)
+            try:
+                self._poll_job()
+            except Exception as exc:  # a store that went away with its job: never reaches the caller
+                self._log_failure_once(exc)
             try:
                 if os.path.exists(request_path):
                     self._take_request()
                 elif self._shown_state() != self.written_state:
                     self._write_status()
                 elif time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
-                    os.utime(status_path)
+                    if _SESSION.job is not None:
+                        self._write_status()  # a job arm under way: its call count, current in the status
+                    else:
+                        os.utime(status_path)
                     last_beat = time.monotonic()
             except FileNotFoundError:  # the logdir is gone (removed, or not yet recreated): stay quiet
                 pass
@@ -1109,7 +1293,7 @@ class _RemoteControl:
     @staticmethod
     def _shown_state() -> tuple:
         """What the watcher keeps current in the status file on its own; captures are written by after_capture."""
-        return _SESSION.claimed, _SESSION.generation
+        return _SESSION.claimed, _SESSION.generation, _SESSION.job_changes
 
     def _take_request(self) -> None:
         request_path = self.request_path
@@ -1140,10 +1324,20 @@ class _RemoteControl:
             self.last_request = {"id": request_id, "at": time.time(), "by": by, "outcome": outcome,
                                  "captures_before": self.captures_before}
 
-        outcome = _SESSION.request_arm(_multi_rank_refusal(), note)
+        refusal = _multi_rank_refusal()
+        store = None if refusal else self._job_store()
+        if store is not None:  # a rank of a job: the request arms the job
+            outcome = self._request_job_arm(store, request_id, by)
+            with _SESSION.lock:
+                note(outcome, _SESSION.generation, _SESSION.captures)
+                job = _SESSION.last_job
+                self.last_request = {**(self.last_request or {}), "job_arm": job.number if job else None}
+        else:
+            outcome = _SESSION.request_arm(refusal, note)
         level = logging.INFO if outcome in ("armed", "already armed") else logging.WARNING
-        _log(level, f"[Profile] capture request from {by}: {outcome}"
-                    + (" (the next first run() of any call site captures)" if outcome == "armed" else ""))
+        what = ("the job's ranks agree on the call to capture at" if store is not None
+                else "the next first run() of any call site captures")
+        _log(level, f"[Profile] capture request from {by}: {outcome}" + (f" ({what})" if outcome == "armed" else ""))
         self._write_status()
 
     def _write_status(self) -> None:
@@ -1181,7 +1375,105 @@ class _RemoteControl:
             "rank": rank,
             "world_size": world_size,
             "remote_refused": _multi_rank_refusal(),  # None: `python -m lightx2v.capture` may arm this process
+            "job": self._job_status(world_size),
         }
+
+    # -- job arms, in the watcher thread (see "remote arming: jobs") ----------------------------------------
+    def _job_store(self) -> Any:
+        """The watcher's own connection to the job's c10d store (a clone with a short timeout, so a slow store
+        never holds a connection the process group uses), or None outside a live multi-rank job."""
+        _, world_size, store = _distributed_identity()
+        if world_size <= 1 or store is None:
+            self.store_clone = None  # the process group was destroyed: hold nothing of it
+            return None
+        if self.store_clone is None or self.store_clone[0] is not store:
+            clone = store
+            try:
+                import datetime
+
+                clone = store.clone()
+                clone.set_timeout(datetime.timedelta(seconds=STORE_TIMEOUT_SECONDS))
+            except Exception:  # a store without clone(): its own connection, its own timeout
+                clone = store
+            self.store_clone = (store, clone)
+        return self.store_clone[1]
+
+    def _key(self, number: int, name: str) -> str:
+        return f"{JOB_KEY}/{number}/{name}"
+
+    def _request_job_arm(self, store: Any, request_id: Any, by: str) -> str:
+        """A request file reached this rank: arm the job (once, however many ranks' requests arrive)."""
+        if not _env_flag(ENV_ENABLE):
+            return f"refused: profiling is off in this process ({ENV_ENABLE})"
+        job = _SESSION.job
+        if job is not None:
+            return "already armed"
+        if _SESSION.last_site is None:
+            return "refused: this rank has made no capture with a TorchTraceProfileContext (no call site to arm)"
+        number = self.next_job_arm
+        payload = json.dumps({"id": request_id, "by": by, "at": time.time()})
+        agreed = _text(store.compare_set(self._key(number, "request"), "", payload))
+        self._poll_job()  # join it now
+        try:
+            first = json.loads(agreed)
+        except ValueError:
+            first = {}
+        return "armed" if agreed == payload or (request_id and first.get("id") == request_id) else "already armed"
+
+    def _poll_job(self) -> None:
+        """Join the next job arm when one is in the store; decide the plan of the one in progress."""
+        store = self._job_store()
+        if store is None:
+            return
+        rank, world_size, _ = _distributed_identity()
+        job = _SESSION.job
+        if job is None:
+            key = self._key(self.next_job_arm, "request")
+            site, last = _SESSION.last_site, _SESSION.last
+            if site is None or last is None or not store.check([key]):
+                return
+            request = json.loads(_text(store.get(key)))
+            job = _JobArm(self.next_job_arm, request if isinstance(request, dict) else {}, site, last.label)
+            if _SESSION.join_job(job) is not None:
+                return  # a capture under way: join at the next poll
+            store.set(self._key(job.number, f"index/{rank}"), json.dumps({"index": job.index, "site": job.label}))
+            _log(logging.INFO, f"[Profile] job arm {job.number} from {request.get('by')}: rank {rank} joined at "
+                               f"call {job.index} of {job.label!r}; waiting for every rank")
+        if job.target is not None:
+            return  # planned: the caller's thread captures at the agreed call
+        plan_key = self._key(job.number, "plan")
+        if store.check([plan_key]):
+            plan = _text(store.get(plan_key))
+        else:
+            keys = [self._key(job.number, f"index/{r}") for r in range(world_size)]
+            if store.check(keys):
+                published = [json.loads(_text(store.get(k))) for k in keys]
+                sites = sorted({str(p.get("site")) for p in published})
+                plan = (f"call {max(int(p['index']) for p in published) + JOB_AHEAD}" if len(sites) == 1 else
+                        f"abandoned: the ranks' last captures were at different call sites ({', '.join(sites)})")
+            elif time.monotonic() - job.joined_at > JOB_ANSWER_SECONDS:
+                missing = [r for r, k in enumerate(keys) if not store.check([k])]
+                plan = (f"abandoned: rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} did not "
+                        f"answer within {JOB_ANSWER_SECONDS:.0f} s (never made a capture, so no watcher; busy "
+                        "without releasing the GIL; or gone)")
+            else:
+                return
+            plan = _text(store.compare_set(plan_key, "", plan))  # the first plan set is every rank's plan
+        _SESSION.plan_job(job, plan)
+        self.next_job_arm = job.number + 1
+        _log(logging.INFO if plan.startswith("call ") else logging.WARNING,
+             f"[Profile] job arm {job.number}: rank {rank}: "
+             + (f"every rank captures at {plan} of {job.label!r} (this rank is at call {job.site.calls})"
+                if plan.startswith("call ") else plan))
+
+    def _job_status(self, world_size: int) -> Optional[dict[str, Any]]:
+        if world_size <= 1:
+            return None
+        job = _SESSION.last_job
+        run_id = os.environ.get("TORCHELASTIC_RUN_ID") or ""
+        master = f"{os.environ.get('MASTER_ADDR', '')}:{os.environ.get('MASTER_PORT', '')}"
+        return {"id": _slug(f"{run_id or 'job'}_{master}", 120), "launcher_pid": os.getppid(),
+                "arm": job.describe() if job is not None else None}
 
     def _mark_exited(self) -> None:
         """atexit: say so in the status file, so `python -m lightx2v.capture` answers 'exited' at once."""
@@ -1201,18 +1493,20 @@ class _RemoteControl:
 
 
 def _multi_rank_refusal() -> Optional[str]:
-    """Why this process must not be armed from outside, or None."""
+    """Why this process must not be armed from outside, or None. A job's rank is armed through the job's c10d
+    store; without one (torchrun without init_process_group) the ranks have no way to agree on a call."""
     try:
         world_size = int(os.environ.get("WORLD_SIZE") or 1)
     except ValueError:
         world_size = 1
+    store = None
     if "torch" in sys.modules:
-        world_size = max(world_size, _distributed_identity()[1])
-    if world_size <= 1:
+        _, size, store = _distributed_identity()
+        world_size = max(world_size, size)
+    if world_size <= 1 or store is not None:
         return None
-    return (f"a {world_size}-rank job: each rank would see the request at a different call and capture (five "
-            "target calls) at a different point, so the collectives inside the target would hang; arm it in code "
-            "with TorchTraceProfiler.reset_session() at the same step on every rank")
+    return (f"a {world_size}-rank job without a process group (no c10d store): its ranks cannot agree on the call "
+            "to capture at; arm it in code with TorchTraceProfiler.reset_session() at the same step on every rank")
 
 
 _REMOTE = _RemoteControl()

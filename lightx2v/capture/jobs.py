@@ -1,0 +1,196 @@
+"""Multi-rank jobs as one thing to list and arm: the ranks' status files grouped by job, one request per job.
+
+A torchrun job's ranks each write their own status file (``control.Process``); each names its job (``job.id``:
+torchrun's run id and the job's master address, the same on every rank and node). A request placed with *one* rank
+arms the whole job: that rank's copy of the profiler module puts it in the job's c10d store, every rank joins, and
+all capture at the same call (the drop-in's "remote arming: jobs"; the argument is in docs/capture.md). Here, the
+stack's side: grouping, the one line per job, choosing the rank that takes the request, and waiting until every
+rank wrote its file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, Optional, Union
+
+from lightx2v.capture.control import NotArmed, Process, _clock, arm, read_process
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """The ranks of one job that write status files under the folder searched, by rank."""
+
+    id: str
+    ranks: list[Process]
+
+    @property
+    def world_size(self) -> int:
+        return max(int(p.status.get("world_size") or 1) for p in self.ranks)
+
+    @property
+    def launcher_pid(self) -> Optional[int]:
+        pids = {(p.status.get("job") or {}).get("launcher_pid") for p in self.ranks}
+        return pids.pop() if len(pids) == 1 else None  # ranks on several nodes have several launchers
+
+    @property
+    def hosts(self) -> list[str]:
+        return sorted({p.host for p in self.ranks})
+
+    @property
+    def state(self) -> str:
+        """'running' (every rank listed and running), 'exited' (every listed rank exited) or 'partly running'."""
+        states = {p.state for p in self.ranks}
+        if states == {"running"} and len(self.ranks) == self.world_size:
+            return "running"
+        return "exited" if states == {"exited"} else "partly running"
+
+    def not_running_reason(self) -> Optional[str]:
+        """Why the job cannot be armed now, or None."""
+        if self.state == "running":
+            return None
+        listed = {int(p.status.get("rank") or 0) for p in self.ranks}
+        problems = [f"rank {p.status.get('rank')}: {p.not_running_reason()}" for p in self.ranks
+                    if p.not_running_reason()]
+        missing = sorted(set(range(self.world_size)) - listed)
+        if missing:
+            problems.append(f"rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} not listed (a "
+                            "rank shows up after its first capture, writing under this folder)")
+        return f"job {self.id}: " + "; ".join(problems)
+
+    def describe(self) -> str:
+        """One line for a person: the job, its ranks and hosts, its state, its arm, its last capture."""
+        first = self.ranks[0].status
+        ranks = ", ".join(f"{p.status.get('rank')}: pid {p.pid}" for p in self.ranks)
+        parts = [f"job {self.id}: {self.world_size} ranks on {', '.join(self.hosts)} ({ranks})", f"[{self.state}]",
+                 " ".join(first.get("argv") or [])[:80] or "?"]
+        if self.launcher_pid:
+            parts.append(f"launcher pid {self.launcher_pid}")
+        if self.state == "running":
+            parts.append(arm_state(self))
+        last = [p.status.get("last_capture") or {} for p in self.ranks]
+        run_dirs = sorted({str(c.get("run_dir")) for c in last if c})
+        if run_dirs:
+            errors = [f"rank {p.status.get('rank')}: {c['error']}" for p, c in zip(self.ranks, last, strict=True)
+                      if c.get("error")]
+            parts.append(f"last capture {_clock(max(c.get('finished_at') or 0 for c in last))} -> "
+                         f"{' | '.join(run_dirs)}" + (f" (errors: {'; '.join(errors)})" if errors else ""))
+        return "; ".join(parts)
+
+
+def arm_state(job: Job) -> str:
+    """What the job's latest arm is doing, from its ranks' status files."""
+    arms = [(p.status.get("rank"), (p.status.get("job") or {}).get("arm")) for p in job.ranks]
+    newest = max((a["number"] for _, a in arms if a), default=None)
+    if newest is None:
+        return "not armed"
+    states = [(rank, a) for rank, a in arms if a and a["number"] == newest]
+    if len(states) < len(arms) or any(a["state"] == "waiting for every rank" for _, a in states):
+        return f"ARMED: arm {newest} waiting for every rank to join"
+    targets = {a["target"] for _, a in states}
+    if all(a["state"] == "captured" for _, a in states):
+        return "not armed"
+    ended = [f"rank {rank}: {a['state']}" for rank, a in states if not str(a["state"]).startswith(("armed", "capt"))]
+    if ended:
+        return f"arm {newest} ended: " + "; ".join(ended)
+    at = ", ".join(f"rank {rank} at {a['calls']}" for rank, a in states)
+    return f"ARMED: every rank captures call {targets.pop()} of {states[0][1]['site']!r} ({at})"
+
+
+def group(processes: list[Process]) -> list[Union[Process, Job]]:
+    """Single processes as they are, the ranks of each job as one Job (ordered by its newest heartbeat)."""
+    jobs: dict[str, list[Process]] = {}
+    entries: list[Union[Process, Job]] = []
+    for p in processes:
+        job_id = (p.status.get("job") or {}).get("id") if int(p.status.get("world_size") or 1) > 1 else None
+        if not job_id:
+            entries.append(p)
+            continue
+        if job_id not in jobs:
+            jobs[job_id] = []
+            entries.append(Job(job_id, jobs[job_id]))
+        jobs[job_id].append(p)
+    for ranks in jobs.values():
+        ranks.sort(key=lambda p: (int(p.status.get("rank") or 0), -p.beat_at))
+    return entries
+
+
+def job_of(entries: list[Union[Process, Job]], job_id: Optional[str] = None, pid: Optional[int] = None,
+           ident: Optional[str] = None) -> Optional[Job]:
+    """The job named by its id, by one of its ranks' pids or ids, or by its launcher's (torchrun's) pid."""
+    for entry in entries:
+        if not isinstance(entry, Job):
+            continue
+        if job_id is not None and entry.id == job_id:
+            return entry
+        if pid is not None and (pid == entry.launcher_pid or any(p.pid == pid for p in entry.ranks)):
+            return entry
+        if ident is not None and any(p.id == ident for p in entry.ranks):
+            return entry
+    return None
+
+
+def arm_job(job: Job, by: Optional[str] = None) -> dict[str, Any]:
+    """Arm every rank of ``job`` with one request, placed with its lowest running rank; returns that rank's answer
+    with ``captures_before`` per rank (``{rank: captures}``). Raises NotArmed saying why not."""
+    reason = job.not_running_reason()
+    if reason:
+        raise NotArmed(reason)
+    refused = [p for p in job.ranks if p.status.get("remote_refused")]
+    if refused:
+        raise NotArmed(f"job {job.id}: refused: {refused[0].status['remote_refused']}")
+    before = {int(p.status.get("rank") or 0): int(p.status.get("captures") or 0) for p in job.ranks}
+    try:
+        answer = arm(job.ranks[0], by=by)
+    except NotArmed as exc:
+        raise NotArmed(f"job {job.id}: {exc}") from None
+    return {**answer, "captures_before": before}
+
+
+def explain_job(job: Job, answer: dict[str, Any]) -> str:
+    outcome = answer.get("outcome", "?")
+    arm_number = f" (job arm {answer['job_arm']})" if answer.get("job_arm") else ""
+    if outcome in ("armed", "already armed"):
+        return (f"job {job.id}: {outcome}{arm_number}: its {job.world_size} ranks agree on a call of their call "
+                "site and all capture it")
+    return f"job {job.id}: {outcome}{arm_number}"
+
+
+def wait_for_job_capture(job: Job, answer: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Block until every rank of ``job`` finished a capture after the arm; returns ``{"call", "run_dirs",
+    "ranks": {rank: last_capture}}``. NotArmed when the arm was abandoned, a rank stopped, or on timeout, saying
+    where each rank stands."""
+    before: dict[int, int] = answer.get("captures_before") or {}
+    number = answer.get("job_arm")
+    deadline = time.monotonic() + timeout
+    while True:
+        now = [read_process(p.status_path) for p in job.ranks]
+        ranks = [n for n in now if n is not None]
+        for p in ranks:
+            reason = p.not_running_reason()
+            if reason:
+                raise NotArmed(f"job {job.id}: rank {p.status.get('rank')}: "
+                               + reason.replace("nothing armed", "it did not capture"))
+            state = ((p.status.get("job") or {}).get("arm") or {})
+            if state.get("number") == number and str(state.get("state", "")).startswith(("abandoned", "missed")):
+                raise NotArmed(f"job {job.id}: arm {number}: rank {p.status.get('rank')}: {state['state']}")
+        done = {int(p.status.get("rank") or 0): p.status["last_capture"] for p in ranks
+                if int(p.status.get("captures") or 0) > before.get(int(p.status.get("rank") or 0), 0)
+                and p.status.get("last_capture")}
+        if len(done) == len(job.ranks):
+            arms = [((p.status.get("job") or {}).get("arm") or {}) for p in ranks]
+            return {"call": arms[0].get("target"), "run_dirs": sorted({str(c.get("run_dir")) for c in done.values()}),
+                    "ranks": done}
+        if time.monotonic() >= deadline:
+            where = "; ".join(f"rank {p.status.get('rank')}: "
+                              + (f"captured -> {p.status['last_capture'].get('run_dir')}"
+                                 if int(p.status.get("rank") or 0) in done else _rank_arm(p)) for p in ranks)
+            raise NotArmed(f"job {job.id} is armed but not every rank captured within {timeout:.0f} s ({where})")
+        time.sleep(0.2)
+
+
+def _rank_arm(p: Process) -> str:
+    state = (p.status.get("job") or {}).get("arm") or {}
+    if not state:
+        return "not armed"
+    return f"arm {state.get('number')}: {state.get('state')} of {state.get('site')!r}, at call {state.get('calls')}"

@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, free_port
+from conftest import REPO_ROOT, free_port, subprocess_env
 from helpers.procs import launcher, runs, wait_until, workers
 from helpers.torchrun import TwoNodeJob, rows
 from helpers.traces import PLUGIN_TRACE_RE, load_trace
 
 PROGRAM = REPO_ROOT / "tests" / "programs" / "distributed_capture.py"
+ARMS_PROGRAM = REPO_ROOT / "tests" / "programs" / "distributed_arms.py"  # runs until CONTROL/stop; call#<i> labels
 DOCS = [REPO_ROOT / "docs" / "torchrun.md", REPO_ROOT / "README.md", REPO_ROOT / "docs" / "zh" / "README.md"]
 HOSTS = ("nodeA", "nodeB")
 TB_DIR = Path("save_results") / "torch_profile"  # the default, as LightX2V's scripts leave it
@@ -168,3 +170,44 @@ def test_job_exits_0_on_both_nodes_and_leaves_no_process_group(jobs):
         for host in HOSTS:
             (row,) = rows(job.outputs[host], "EXIT").values()
             assert row["pinned"] == "-" and row["gloo_threads"] == "-", (layout, host, row)
+
+
+def traced_calls(run_dir: Path) -> dict[str, set[str]]:
+    """{trace file: the call#<i> labels in it} for every trace in a run directory."""
+    return {name: {str(e.get("name")) for e in load_trace(run_dir / name)["traceEvents"]
+                   if str(e.get("name", "")).startswith("call#")} for name in traces_in(run_dir)}
+
+
+@pytest.mark.timeout(300)
+def test_an_arm_from_node_a_captures_both_nodes_at_the_same_call(tmp_path):
+    """The stack on node A (the command, run in node A's namespace) lists the running 2-node job as one line with
+    both hosts and arms it: both nodes' ranks capture the same call (the traces' call#<i> labels) into one run
+    directory; the job then exits 0 on both nodes."""
+    shared, control = tmp_path / "shared", tmp_path / "control"
+    shared.mkdir()
+    control.mkdir()
+    logdir = shared / "tb"
+    with TwoNodeJob(ARMS_PROGRAM, str(control), "skew", cwds={host: shared for host in HOSTS}) as job:
+        def capture(*args: str) -> subprocess.CompletedProcess:
+            return subprocess.run(job.on("nodeA", sys.executable, "-m", "lightx2v.capture", *args, str(logdir)),
+                                  capture_output=True, text=True, timeout=180, env=subprocess_env())
+
+        wait_until(lambda: all("READY rank=" in job.output(host) for host in HOSTS), 180,
+                   what="both nodes' first capture")
+        listed = wait_until(lambda: "2 ranks on nodeA, nodeB" in (out := capture("list").stdout) and out, 60,
+                            what="the job listed with both hosts")
+        assert len(listed.splitlines()) == 1 and "[running]" in listed, listed
+
+        armed = capture("arm", "--wait", "120")
+        assert armed.returncode == 0, armed.stdout + armed.stderr
+        assert "captured call " in armed.stdout and " on 2 ranks -> " in armed.stdout, armed.stdout
+        call = int(armed.stdout.split("captured call ")[1].split()[0])
+        run_dir = Path(armed.stdout.rsplit(" -> ", 1)[1].strip())
+        seen = traced_calls(run_dir)
+        assert {name.split(".")[0].split("_", 1)[1] for name in seen} == set(HOSTS), seen  # one file per host
+        assert all(labels == {f"call#{call}"} for labels in seen.values()), (call, seen)
+
+        (control / "stop").touch()
+        outputs = job.wait(timeout=120)
+    done = {host: rows(outputs[host], "DONE") for host in HOSTS}
+    assert all(row["captures"] == "2" for by_rank in done.values() for row in by_rank.values()), done

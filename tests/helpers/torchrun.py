@@ -72,6 +72,10 @@ class TwoNodeJob:
     def output(self, host: str) -> str:
         return self.logs[host].read_text(errors="replace")
 
+    def on(self, host: str, *argv: str) -> list[str]:
+        """`argv` as a command run on node `host`: in that node's UTS namespace (`nsenter`), so with its host name."""
+        return ["nsenter", "--uts", f"--target={self.procs[host].pid}", *argv]
+
     def wait(self, timeout: float = 300) -> dict[str, str]:
         """Each node's output once both agents ended; AssertionError (with the outputs) unless both exited 0."""
         for host, proc in self.procs.items():

@@ -5,8 +5,9 @@ Two jobs run side by side. `shared`: both nodes run in one folder (a shared file
 run directory holding both hosts' rank files, TensorBoard shows one run with both workers, HTA finds both ranks.
 `local`: each node runs in its own folder (no shared file system): both nodes name the same run directory (agreed
 through the job's c10d store), and the gather command of docs/torchrun.md, run on node A, makes that run directory
-hold both files, which TensorBoard and HTA then read like the shared one. Both jobs must exit exactly 0 on both
-nodes (tests/helpers/torchrun.py).
+hold both files, which TensorBoard and HTA then read like the shared one. A third job, in one folder, runs until
+told to stop: the stack's command on node A lists it as one job on both hosts and arms it, and both nodes capture
+the same call. Every job must exit exactly 0 on both nodes (tests/helpers/torchrun.py).
 """
 
 from __future__ import annotations

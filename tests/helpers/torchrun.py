@@ -44,7 +44,8 @@ def _assert_exited_0(returncode: int, output: str, who: str) -> None:
 
 
 class TwoNodeJob:
-    """One torchrun job on two "nodes" named `hosts`, node `host` running in `cwds[host]`; a context manager.
+    """One torchrun job on the "nodes" named by `cwds`' keys (two in our tests), node `host` running in
+    `cwds[host]`; a context manager.
 
     Each node is `torchrun --nnodes=2 --nproc-per-node=NPROC --rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:PORT`
     under `unshare --uts` with its own host name. `--local-addr=127.0.0.1`: the agents otherwise advertise their
@@ -66,8 +67,8 @@ class TwoNodeJob:
                      f"--nproc-per-node={nproc}", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}",
                      f"--rdzv-id={job_id}", "--local-addr=127.0.0.1", str(program), *args],
                     cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                    env=subprocess_env(OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo", **env,
-                                       **(node_env or {}).get(host, {})))
+                    env=subprocess_env(**{"OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo", **env,
+                                          **(node_env or {}).get(host, {})}))
 
     def output(self, host: str) -> str:
         return self.logs[host].read_text(errors="replace")

@@ -160,43 +160,28 @@ def test_unknown_and_silent_processes_are_refused_clearly(tmp_path):
     assert "[gone]" in capture_cli("list", str(logdir), cwd=tmp_path).stdout
 
 
-def test_torchrun_job_refuses_and_finishes(tmp_path):
-    """2 ranks, gloo, an all_reduce in the target, armed mid-run: refused clearly, and the job ends normally."""
-    logdir, control = tmp_path / "save_results" / "torch_profile", tmp_path / "control"
-    control.mkdir()
-    job = Server([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                  str(PROGRAMS / "distributed_long.py"), str(control)], cwd=tmp_path,
-                 LIGHTX2V_TORCH_PROFILE_DIR=str(logdir), OMP_NUM_THREADS="1")
-    try:
-        line_with(job, "READY", count=2)
-        ranks = wait_until(lambda: len(found := find_processes(str(logdir))) == 2 and found, 60,
-                           what="both ranks' status files")
-        assert sorted(p.status["rank"] for p in ranks) == [0, 1]
-        assert all("2-rank job" in p.status["remote_refused"] for p in ranks)
+def test_torchrun_job_without_a_process_group_is_refused_clearly(tmp_path):
+    """2 ranks under torchrun without init_process_group: no c10d store, so no way for the ranks to agree on a call.
+    Their status says why, and arming the job (listed as one) is refused with that reason, nothing written.
+    (A job with a process group is armed as a whole: tests/test_capture_jobs.py.)"""
+    from lightx2v.capture.jobs import arm_job, group
 
-        refused = capture_cli("arm", str(logdir), cwd=tmp_path)
-        assert refused.returncode == 1
-        assert refused.stderr.count("refused: a 2-rank job") == 2, refused.stderr
-        assert "collectives inside the target would hang" in refused.stderr
-        assert not list((logdir / ".capture").glob("*.request"))
-        # A request placed anyway (an older command, a hand-written file) is refused inside the process too.
-        rank0 = next(p for p in ranks if p.status["rank"] == 0)
-        Path(rank0.request_path).write_text(json.dumps({"protocol": 1, "id": "by-hand", "by": "a test"}))
-        wait_until(lambda: (status_of(logdir, rank0.pid).get("last_request") or {}).get("id") == "by-hand", 60,
-                   what="rank 0 answering the request")
-        assert status_of(logdir, rank0.pid)["last_request"]["outcome"].startswith("refused: a 2-rank job")
-        assert not status_of(logdir, rank0.pid)["armed"]
+    from helpers.torchrun import run_torchrun
 
-        (control / "go").touch()
-        assert job.proc.wait(240) == 0, job.output()[-3000:]  # a rank capturing alone would hang here
-        done = [fields(line) for line in line_with(job, "DONE", count=2)]
-        assert all(int(d["targets"]) == int(d["runs"]) + 4 for d in done)  # the first capture only, on both
-        assert len({d["sum"] for d in done}) == 1
-        (run,) = run_dirs(logdir)
-        assert sorted(p.name.split("_")[0] for p in run.iterdir() if PLUGIN_TRACE_RE.match(p.name)) == \
-            ["rank0", "rank1"]
-    finally:
-        job.stop()
+    run_torchrun(PROGRAMS / "distributed_capture.py", "tensorboard", "--no-init", cwd=tmp_path)
+    logdir = tmp_path / "tb"
+    ranks = find_processes(str(logdir))
+    assert sorted(p.status["rank"] for p in ranks) == [0, 1]
+    assert all("without a process group (no c10d store)" in p.status["remote_refused"] for p in ranks)
+    (job,) = group(ranks)
+    assert job.world_size == 2 and job.state == "exited"
+    listed = capture_cli("list", str(logdir), cwd=tmp_path)
+    assert listed.stdout.count("\n") == 1 and "2 ranks on" in listed.stdout and "[exited]" in listed.stdout
+    armed = capture_cli("arm", "--job", job.id, str(logdir), cwd=tmp_path)
+    assert armed.returncode == 1 and "exited at" in armed.stderr
+    with pytest.raises(Exception, match="exited at"):
+        arm_job(job)
+    assert not list((logdir / ".capture").glob("*.request"))
 
 
 def post(port: int, body: bytes, **headers: str):

@@ -1123,8 +1123,8 @@ def log_profile_done(cfg: TorchTraceProfileConfig) -> None:
 #
 # A daemon thread, started with the process's first capture (the session's first run(), never the steady
 # path), looks for the request file every POLL_SECONDS and arms exactly like reset_session(): the capture then
-# runs on the caller's own thread at its next run(), into a new run directory. The steady path is untouched (the
-# same one bool read), so between captures the process pays nothing per call. On by default for the
+# runs on the caller's own thread at its next run(), into a new run directory. The steady path is one integer add
+# (the call site's counter) and the same one bool read: no lock, syscall or collective per call. On by default for the
 # tensorboard format; LIGHTX2V_TORCH_PROFILE_REMOTE=0 keeps the thread from starting.
 #
 # Multi-rank jobs (torchrun) are armed as a whole: see "remote arming: jobs" below and docs/capture.md.

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from lightx2v.capture import jobs
-from lightx2v.capture.control import NotArmed, arm, find_processes
+from lightx2v.capture.control import NotArmed, find_processes
 
 from conftest import REPO_ROOT, free_port, subprocess_env
 from helpers.procs import Server, answers, get_json, wait_until
@@ -202,21 +202,18 @@ def test_a_job_that_ends_while_armed_exits_0_and_the_wait_says_why(make_job, tmp
 
 @pytest.mark.timeout(300)
 def test_a_rank_that_never_reaches_the_call_site_means_nobody_captures(make_job, tmp_path):
-    """Rank 1 never runs the call site (so it has no watcher): the command says so; a request placed with rank 0
-    anyway is abandoned by its deadline with the reason, rank 0 does not capture, and the job exits 0."""
+    """Rank 1 never runs the call site (so it has no watcher, no status): the list says so, the arm is abandoned by
+    its deadline with the reason, nobody captures, and the job exits 0."""
     job = make_job(2, "absent")
     entry = job.job(ranks=1)
-    assert entry.state == "partly running"
-    refused = capture_cli("arm", "--job", entry.id, str(job.logdir), cwd=tmp_path)
-    assert refused.returncode == 1 and "rank 1 not listed" in refused.stderr, refused.stderr
-    (rank0,) = entry.ranks
-    assert arm(rank0, by="a hand-placed request")["outcome"] == "armed"
-
-    def abandoned():
-        state = ((find_processes(str(job.logdir))[0].status.get("job") or {}).get("arm") or {}).get("state", "")
-        return state.startswith("abandoned") and state
-    state = wait_until(abandoned, 60, what="the arm abandoned")
-    assert "rank 1 did not answer within 10 s" in state
+    listed = capture_cli("list", str(job.logdir), cwd=tmp_path).stdout
+    assert "1 of 2 ranks" in listed and "rank 1 not listed here" in listed, listed
+    armed = capture_cli("arm", "--job", entry.id, "--wait", "120", str(job.logdir), cwd=tmp_path)
+    assert armed.returncode == 1, armed.stdout + armed.stderr
+    assert f"job {entry.id}: armed" in armed.stdout and "rank 1 not listed here" in armed.stdout
+    assert "abandoned: rank 1 did not answer within 10 s" in armed.stderr, armed.stderr
+    (rank0,) = find_processes(str(job.logdir))
+    assert rank0.status["captures"] == 1 and rank0.status["job"]["arm"]["state"].startswith("abandoned")
     done = job.finish()
     assert [d["captures"] for d in done if d["rank"] == "0"] == ["1"]
 

@@ -38,32 +38,43 @@ class Job:
         return sorted({p.host for p in self.ranks})
 
     @property
+    def missing_ranks(self) -> list[int]:
+        """Ranks with no status file here: on another node without a shared filesystem, or no capture yet."""
+        return sorted(set(range(self.world_size)) - {int(p.status.get("rank") or 0) for p in self.ranks})
+
+    @property
     def state(self) -> str:
-        """'running' (every rank listed and running), 'exited' (every listed rank exited) or 'partly running'."""
+        """'running' (every listed rank running), 'exited' (every listed rank exited) or 'partly running'."""
         states = {p.state for p in self.ranks}
-        if states == {"running"} and len(self.ranks) == self.world_size:
-            return "running"
-        return "exited" if states == {"exited"} else "partly running"
+        return "running" if states == {"running"} else "exited" if states == {"exited"} else "partly running"
 
     def not_running_reason(self) -> Optional[str]:
-        """Why the job cannot be armed now, or None."""
+        """Why the job cannot be armed now, or None. Ranks not listed here do not stop an arm: the request reaches
+        them through the job's store, and a rank that cannot take part makes the arm abandoned, with the reason."""
         if self.state == "running":
             return None
-        listed = {int(p.status.get("rank") or 0) for p in self.ranks}
         problems = [f"rank {p.status.get('rank')}: {p.not_running_reason()}" for p in self.ranks
                     if p.not_running_reason()]
-        missing = sorted(set(range(self.world_size)) - listed)
-        if missing:
-            problems.append(f"rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} not listed (a "
-                            "rank shows up after its first capture, writing under this folder)")
         return f"job {self.id}: " + "; ".join(problems)
+
+    def missing_note(self) -> str:
+        missing = self.missing_ranks
+        if not missing:
+            return ""
+        return (f"rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} not listed here (another node "
+                "without a shared filesystem, or no capture yet: a rank that never ran the call site makes the arm "
+                "abandoned)")
 
     def describe(self) -> str:
         """One line for a person: the job, its ranks and hosts, its state, its arm, its last capture."""
         first = self.ranks[0].status
         ranks = ", ".join(f"{p.status.get('rank')}: pid {p.pid}" for p in self.ranks)
-        parts = [f"job {self.id}: {self.world_size} ranks on {', '.join(self.hosts)} ({ranks})", f"[{self.state}]",
+        count = f"{self.world_size} ranks" if not self.missing_ranks else \
+            f"{len(self.ranks)} of {self.world_size} ranks"
+        parts = [f"job {self.id}: {count} on {', '.join(self.hosts)} ({ranks})", f"[{self.state}]",
                  " ".join(first.get("argv") or [])[:80] or "?"]
+        if self.missing_ranks:
+            parts.append(self.missing_note())
         if self.launcher_pid:
             parts.append(f"launcher pid {self.launcher_pid}")
         if self.state == "running":
@@ -123,7 +134,8 @@ def job_of(entries: list[Union[Process, Job]], job_id: Optional[str] = None, pid
             continue
         if job_id is not None and entry.id == job_id:
             return entry
-        if pid is not None and (pid == entry.launcher_pid or any(p.pid == pid for p in entry.ranks)):
+        if pid is not None and any(pid in (p.pid, (p.status.get("job") or {}).get("launcher_pid"))
+                                   for p in entry.ranks):
             return entry
         if ident is not None and any(p.id == ident for p in entry.ranks):
             return entry
@@ -150,10 +162,11 @@ def arm_job(job: Job, by: Optional[str] = None) -> dict[str, Any]:
 def explain_job(job: Job, answer: dict[str, Any]) -> str:
     outcome = answer.get("outcome", "?")
     arm_number = f" (job arm {answer['job_arm']})" if answer.get("job_arm") else ""
+    note = f" ({job.missing_note()})" if job.missing_ranks else ""
     if outcome in ("armed", "already armed"):
         return (f"job {job.id}: {outcome}{arm_number}: its {job.world_size} ranks agree on a call of their call "
-                "site and all capture it")
-    return f"job {job.id}: {outcome}{arm_number}"
+                f"site and all capture it{note}")
+    return f"job {job.id}: {outcome}{arm_number}{note}"
 
 
 def wait_for_job_capture(job: Job, answer: dict[str, Any], timeout: float) -> dict[str, Any]:

@@ -500,10 +500,10 @@ class TorchTraceProfileContext:
 
     def run(self, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """Call ``func(*args, **kwargs)``; the session's first call is the capture (see the module docstring)."""
-        site = self.site
-        site.calls += 1  # the call index that lines a job's ranks up (see "remote arming")
+        self.site.calls += 1  # the call index that lines a job's ranks up (see "remote arming")
         if _SESSION.claimed:
             return func(*args, **kwargs)
+        site = self.site
         generation = _SESSION.claim() if _SESSION.job is None else _SESSION.job_turn(site)
         if generation is None:
             return func(*args, **kwargs)

@@ -12,6 +12,7 @@ the same call. Every job must exit exactly 0 on both nodes (tests/helpers/torchr
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 import sys
@@ -181,34 +182,53 @@ def traced_calls(run_dir: Path) -> dict[str, set[str]]:
 
 @pytest.mark.timeout(300)
 def test_an_arm_from_node_a_captures_both_nodes_at_the_same_call(tmp_path):
-    """The stack on node A (the command, run in node A's namespace) lists the running 2-node job as one line with
-    both hosts and arms it: both nodes' ranks capture the same call (the traces' call#<i> labels) into one run
-    directory; the job then exits 0 on both nodes."""
-    shared, control = tmp_path / "shared", tmp_path / "control"
-    shared.mkdir()
-    control.mkdir()
-    logdir = shared / "tb"
-    with TwoNodeJob(ARMS_PROGRAM, str(control), "skew", cwds={host: shared for host in HOSTS}) as job:
-        def capture(*args: str) -> subprocess.CompletedProcess:
-            return subprocess.run(job.on("nodeA", sys.executable, "-m", "lightx2v.capture", *args, str(logdir)),
+    """Two running 2-node jobs, one in a shared folder, one with a folder per node. The stack on node A (the
+    command, run in node A's namespace) lists each as one job and arms it: both nodes' ranks capture the same call
+    (the traces' call#<i> labels) into one run directory -- for the folder-per-node job once node B's files are
+    gathered with the documented command; both jobs then exit 0 on both nodes."""
+    layouts = {"shared": {host: tmp_path / "shared" for host in HOSTS},
+               "local": {host: tmp_path / host for host in HOSTS}}
+    started = {}
+    for name, cwds in layouts.items():
+        for cwd in cwds.values():
+            cwd.mkdir(exist_ok=True)
+        (tmp_path / f"control_{name}").mkdir()
+        started[name] = TwoNodeJob(ARMS_PROGRAM, str(tmp_path / f"control_{name}"), "skew", cwds=cwds)
+    try:
+        def capture(name: str, *args: str) -> subprocess.CompletedProcess:
+            logdir = layouts[name]["nodeA"] / "tb"
+            return subprocess.run(started[name].on("nodeA", sys.executable, "-m", "lightx2v.capture", *args,
+                                                   str(logdir)),
                                   capture_output=True, text=True, timeout=180, env=subprocess_env())
 
-        wait_until(lambda: all("READY rank=" in job.output(host) for host in HOSTS), 180,
-                   what="both nodes' first capture")
-        listed = wait_until(lambda: "2 ranks on nodeA, nodeB" in (out := capture("list").stdout) and out, 60,
-                            what="the job listed with both hosts")
-        assert len(listed.splitlines()) == 1 and "[running]" in listed, listed
+        wait_until(lambda: all("READY rank=" in job.output(host) for job in started.values() for host in HOSTS),
+                   180, what="every node's first capture")
+        expected_listing = {"shared": "2 ranks on nodeA, nodeB", "local": "1 of 2 ranks on nodeA"}
+        armed = {}
+        for name, listing in expected_listing.items():
+            listed = wait_until(lambda name=name, listing=listing: listing in (out := capture(name, "list").stdout)
+                                and out, 60, what=f"the {name} job listed")
+            assert len(listed.splitlines()) == 1 and "[running]" in listed, listed
+            armed[name] = capture(name, "arm", "--wait", "120")
+            assert armed[name].returncode == 0, armed[name].stdout + armed[name].stderr
+        for name in started:
+            (tmp_path / f"control_{name}" / "stop").touch()
+        outputs = {name: job.wait(timeout=120) for name, job in started.items()}
+    finally:
+        for job in started.values():
+            job.kill()
 
-        armed = capture("arm", "--wait", "120")
-        assert armed.returncode == 0, armed.stdout + armed.stderr
-        assert "captured call " in armed.stdout and " on 2 ranks -> " in armed.stdout, armed.stdout
-        call = int(armed.stdout.split("captured call ")[1].split()[0])
-        run_dir = Path(armed.stdout.rsplit(" -> ", 1)[1].strip())
+    # node B's files of the folder-per-node job, gathered into node A's folder (as in the `jobs` fixture)
+    argv = documented_gather()
+    subprocess.run([*argv[:-2], f"{layouts['local']['nodeB'] / 'tb'}/", "tb/"], cwd=layouts["local"]["nodeA"],
+                   check=True, timeout=60)
+    for name, answer in armed.items():
+        found = re.search(r"captured call (\d+) on (\d+) ranks? -> (.+)", answer.stdout)
+        assert found, answer.stdout
+        call, run_dir = int(found[1]), Path(found[3].strip())
+        assert found[2] == ("2" if name == "shared" else "1"), answer.stdout  # `--wait` waits for the ranks listed
         seen = traced_calls(run_dir)
-        assert {name.split(".")[0].split("_", 1)[1] for name in seen} == set(HOSTS), seen  # one file per host
-        assert all(labels == {f"call#{call}"} for labels in seen.values()), (call, seen)
-
-        (control / "stop").touch()
-        outputs = job.wait(timeout=120)
-    done = {host: rows(outputs[host], "DONE") for host in HOSTS}
-    assert all(row["captures"] == "2" for by_rank in done.values() for row in by_rank.values()), done
+        assert {file.split(".")[0].split("_", 1)[1] for file in seen} == set(HOSTS), (name, seen)  # one per host
+        assert all(labels == {f"call#{call}"} for labels in seen.values()), (name, call, seen)
+        done = [row for host in HOSTS for row in rows(outputs[name][host], "DONE").values()]
+        assert [row["captures"] for row in done] == ["2", "2"], (name, done)

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Installs what the test suite drives for real: the project with its serving stack and test tools (pip), the
 # offline views' browser files (npm, by package name), and headless Chromium plus a Docker engine with
-# debootstrap (Debian/Ubuntu packages, needs root).
+# debootstrap, and rsync (the multi-node gather command; Debian/Ubuntu packages, needs root).
 # Idempotent; safe to re-run. Torch itself is not installed here: bring your own build (CPU or CUDA). The
 # Docker tests make their stand-in base with a wheel of that same torch version, which they fetch themselves
 # with `pip download` through this machine's pip configuration (tests/docker_tests/engine.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-apt_packages=(chromium chromium-driver docker.io debootstrap iptables)
+apt_packages=(chromium chromium-driver docker.io debootstrap iptables rsync)
 missing=()
 for pkg in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

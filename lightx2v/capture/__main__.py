@@ -145,7 +145,8 @@ def arm_and_wait(entry, wait: Optional[float]) -> bool:
             return False
         done = wait_for_job_capture(entry, answer, wait)
         errors = [f"rank {r}: {c['error']}" for r, c in sorted(done["ranks"].items()) if c.get("error")]
-        print(f"job {entry.id}: captured call {done['call']} on {len(done['ranks'])} ranks -> "
+        ranks = f"{len(done['ranks'])} rank{'' if len(done['ranks']) == 1 else 's'}"
+        print(f"job {entry.id}: captured call {done['call']} on {ranks} -> "
               f"{' | '.join(done['run_dirs'])}" + (f" (errors: {'; '.join(errors)})" if errors else ""))
         return bool(errors) or len(done["run_dirs"]) != 1
     answer = arm(entry)

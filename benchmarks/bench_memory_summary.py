@@ -21,16 +21,14 @@ median is the steadier figure on a loaded machine).
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
-import re
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench_trace_summary import _STEP, _TS, FIXTURE, measure
+from bench_trace_summary import _STEP, _TS, fixture_parts, measure
 
 GOAL_RATIO = 1.2
 KEEP = 16  # an allocation is freed this many allocations later
@@ -53,12 +51,7 @@ MEMORY_EVENT = """  {{
 
 
 def _pieces() -> tuple[str, str, str, str, list[dict], float]:
-    raw = gzip.decompress(FIXTURE.read_bytes()).decode()
-    array_start = raw.index("[", raw.index('"traceEvents"')) + 1
-    array_end = raw.rindex("]")
-    pieces = re.split(r"(?<=\n  \}),\n(?=  \{)", raw[array_start:array_end].strip("\n"))
-    timed = ",\n".join(p for p in pieces if '"ph": "M"' not in p)
-    meta = ",\n".join(p for p in pieces if '"ph": "M"' in p)
+    raw, array_start, array_end, timed, meta = fixture_parts()
     doc = json.loads(raw)
     events = doc["traceEvents"]
     allocs = sorted((e for e in events if e.get("cat") == "cpu_op" and e.get("name") in ALLOC_OPS),

@@ -49,14 +49,21 @@ print("steps", len(data.steps_names) if getattr(data, "steps_names", None) else 
 """
 
 
-def generate_trace(path: Path, size_mb: float) -> int:
-    """Write a kineto-formatted trace of at least ``size_mb`` MB; returns the number of step copies."""
+def fixture_parts() -> tuple[str, int, int, str, str]:
+    """The H200 fixture's text split for replication: (raw, where its event array starts and ends, the timed
+    events, the metadata events), the events as the text kineto wrote them."""
     raw = gzip.decompress(FIXTURE.read_bytes()).decode()
     array_start = raw.index("[", raw.index('"traceEvents"')) + 1
     array_end = raw.rindex("]")
     pieces = re.split(r"(?<=\n  \}),\n(?=  \{)", raw[array_start:array_end].strip("\n"))
     timed = ",\n".join(p for p in pieces if '"ph": "M"' not in p)
     meta = ",\n".join(p for p in pieces if '"ph": "M"' in p)
+    return raw, array_start, array_end, timed, meta
+
+
+def generate_trace(path: Path, size_mb: float) -> int:
+    """Write a kineto-formatted trace of at least ``size_mb`` MB; returns the number of step copies."""
+    raw, array_start, array_end, timed, meta = fixture_parts()
     stamps = [float(t) for t in _TS.findall(timed)]
     doc = json.loads(raw)
     span = max(e["ts"] + e.get("dur", 0) for e in doc["traceEvents"] if "ts" in e) - min(stamps) + 500.0

@@ -9,6 +9,7 @@ own totals, as kineto does.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -230,3 +231,19 @@ def test_malformed_memory_args_are_reported_like_other_malformed_events(tmp_path
     assert r.memory == clean.memory  # left out, never counted
     text = render_rank(r)
     assert "skipped   1 event whose args.Bytes is not an integer (e.g. [memory])" in text
+
+
+def test_a_step_that_gives_memory_back_prints_its_growth_as_negative_bytes(tmp_path):
+    """Growth is signed: a step that frees 5 MB it did not allocate shows -5.0 MB in the text and on the Overview
+    (format_bytes scales only sizes; the Overview once printed it raw, -5000000 B)."""
+    from lightx2v.trace_browser.overview import render_overview
+    from lightx2v.trace_summary.summarize import summarize_paths
+
+    events = [*step_events("ProfilerStep#1", 100, 250), cpu_op("aten::empty", 10, 20), cpu_op("aten::add", 110, 120),
+              mem(15, 5_000_000, 5_000_000, 8 * MIB, 0x1000), mem(115, -5_000_000, 0, 8 * MIB, 0x1000)]
+    path = write_json(tmp_path / "shrink.pt.trace.json", trace_doc(events))
+    (run,) = summarize_paths([str(path)])
+    (step,) = run.ranks[0].memory.devices[0].steps
+    assert step.growth_bytes == -5_000_000
+    assert re.search(r"ProfilerStep#1 +5\.0 MB +0 B +-5\.0 MB ", render_rank(run.ranks[0]))
+    assert "<td class=num>-5.0 MB</td>" in render_overview(run)

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from lightx2v.trace_summary import memory as memory_answers
 from lightx2v.trace_summary.analyze import IDLE_FLAG_RATIO
 from lightx2v.trace_summary.model import DeviceMemory, IdleStats, MemorySummary, RankSummary, RunSummary
-from lightx2v.trace_summary.render import format_bytes, format_ms, format_pct
+from lightx2v.trace_summary.render import format_bytes, format_ms, format_pct, format_signed_bytes
 
 BAR_WIDTH = 220
 CURVE_WIDTH, CURVE_HEIGHT = 3 * BAR_WIDTH, 120  # the memory curve, in the bars' style
@@ -163,7 +163,7 @@ def _device_memory(m: MemorySummary | None) -> str:
         rows = [f"<tr{' class=grew' if s.grew else ''}><td>{_e(s.name)}</td>"
                 f"<td class=num>{format_bytes(s.allocated_start_bytes)}</td>"
                 f"<td class=num>{format_bytes(s.allocated_end_bytes)}</td>"
-                f"<td class=num>{'+' if s.growth_bytes > 0 else ''}{format_bytes(s.growth_bytes)}</td>"
+                f"<td class=num>{format_signed_bytes(s.growth_bytes)}</td>"
                 f"<td class=num>{format_bytes(s.peak_allocated_bytes)}</td>"
                 f"<td class=num>{format_bytes(s.peak_reserved_bytes, '–')}</td></tr>" for s in d.steps]
         if rows:

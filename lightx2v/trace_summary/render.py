@@ -152,8 +152,7 @@ def _memory_lines(m: MemorySummary | None) -> list[str]:
         for i, s in enumerate(shown):
             if len(shown) < len(d.steps) and i == MAX_STEP_ROWS - 2:
                 lines.append(f"  ... {len(d.steps) - len(shown)} more steps ...")
-            growth = ("+" if s.growth_bytes > 0 else "-" if s.growth_bytes < 0 else "") + format_bytes(
-                abs(s.growth_bytes))
+            growth = format_signed_bytes(s.growth_bytes)
             lines.append(f"  {_cut(s.name, 20):<20} {format_bytes(s.allocated_start_bytes):>18} "
                          f"{format_bytes(s.allocated_end_bytes):>10} {growth:>10} "
                          f"{format_bytes(s.peak_allocated_bytes):>11} {format_bytes(s.peak_reserved_bytes):>13}"
@@ -251,6 +250,11 @@ def _p(pct: float | None) -> str:
 
 def _opt(value: object) -> str:
     return "-" if value is None else str(value)
+
+
+def format_signed_bytes(n: int) -> str:
+    """A change in bytes: ``+65.5 KB``, ``-5.0 MB``, ``0 B`` (format_bytes scales only sizes, not negatives)."""
+    return ("+" if n > 0 else "-" if n < 0 else "") + format_bytes(abs(n))
 
 
 def format_bytes(n: int | None, missing: str = "-") -> str:

@@ -28,15 +28,12 @@ SHOWN_NOT_RUNNING = 5  # exited processes keep their status file (so arming them
 def listing(root: str) -> list[dict[str, Any]]:
     """What the panel shows for each process or job, paths relative to the root where they are inside it."""
     entries = group(find_processes(root))  # newest heartbeat first
-    running = [e for e in entries if _state(e) != "exited" and _state(e) != "gone"]
+    running = [e for e in entries if e.state not in ("exited", "gone")]
+    stopped = [e for e in entries if e.state in ("exited", "gone")]
     rows = []
-    for entry in running + [e for e in entries if e not in running][:SHOWN_NOT_RUNNING]:
+    for entry in running + stopped[:SHOWN_NOT_RUNNING]:
         rows.append(_job_row(root, entry) if isinstance(entry, Job) else _process_row(root, entry))
     return rows
-
-
-def _state(entry: "Process | Job") -> str:
-    return entry.state
 
 
 def _last(root: str, last: Any) -> Any:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .diff import ADDED, REMOVED, SAME, Delta, OpKernels, RankDiff, RunDiff, group_path
 from .names import cut, short_name
-from .render import format_bytes
+from .render import format_bytes, format_ms
 
 NAME_WIDTH = 44
 KERNEL_LIST = 3  # kernels named under an op group whose kernels changed, per side
@@ -33,7 +33,7 @@ def render_diff(diff: RunDiff, top: int = 10) -> str:
                   "", f"  {'rank':>4}  {'BASE step ms':>12} {'NEW step ms':>12} {'delta ms':>10} {'%':>7}  workers"]
         for r in diff.ranks:
             d = r.step_wall_us
-            lines.append(f"  {_opt(r.rank):>4}  {_ms(d.base):>12} {_ms(d.new):>12} {_sms(d.delta):>10} "
+            lines.append(f"  {_opt(r.rank):>4}  {format_ms(d.base):>12} {format_ms(d.new):>12} {_sms(d.delta):>10} "
                          f"{_pct(d.delta_pct):>7}  {cut(r.base_worker, 24)} > {cut(r.new_worker, 24)}")
     for r in diff.ranks:
         if several:
@@ -76,8 +76,8 @@ def render_rank_diff(r: RankDiff, top: int = 10) -> str:
         lines.append(f"  {'status':<8} {'calls B>N':>13} {'BASE ms':>9} {'NEW ms':>9} {'delta ms':>9} {'%':>7}  "
                      "kernel")
         for k in kernels[:top]:
-            row = (f"  {k.status:<8} {_calls(k.calls_per_step):>13} {_ms(k.time_per_step_us.base):>9} "
-                   f"{_ms(k.time_per_step_us.new):>9} {_sms(k.time_per_step_us.delta):>9} "
+            row = (f"  {k.status:<8} {_calls(k.calls_per_step):>13} {format_ms(k.time_per_step_us.base):>9} "
+                   f"{format_ms(k.time_per_step_us.new):>9} {_sms(k.time_per_step_us.delta):>9} "
                    f"{_pct(k.time_per_step_us.delta_pct):>7}  {cut(k.short_name, NAME_WIDTH)}")
             lines.append(row)
             if k.status in (ADDED, REMOVED) and k.ops:  # where it came from or went: the op group table's row
@@ -95,8 +95,8 @@ def render_rank_diff(r: RankDiff, top: int = 10) -> str:
                      f"{'%':>7}  op")
         for op in ops[:top]:
             d = op.self_per_step_us
-            lines.append(f"  {op.status:<8} {_calls(op.calls_per_step):>13} {_ms(d.base):>9} {_ms(d.new):>9} "
-                         f"{_sms(d.delta):>9} {_pct(d.delta_pct):>7}  {cut(op.name, NAME_WIDTH)}")
+            lines.append(f"  {op.status:<8} {_calls(op.calls_per_step):>13} {format_ms(d.base):>9} "
+                         f"{format_ms(d.new):>9} {_sms(d.delta):>9} {_pct(d.delta_pct):>7}  {cut(op.name, NAME_WIDTH)}")
         if len(ops) > top:
             lines.append(f"  ... {len(ops) - top} more")
     return "\n".join(lines)
@@ -104,7 +104,7 @@ def render_rank_diff(r: RankDiff, top: int = 10) -> str:
 
 def _op_lines(o: OpKernels) -> list[str]:
     d = o.gpu_time_per_step_us
-    lines = [f"  {o.status:<15} {_calls(o.kernel_calls_per_step):>13} {_ms(d.base):>9} {_ms(d.new):>9} "
+    lines = [f"  {o.status:<15} {_calls(o.kernel_calls_per_step):>13} {format_ms(d.base):>9} {format_ms(d.new):>9} "
              f"{_sms(d.delta):>9} {_pct(d.delta_pct):>7}  {cut(group_path(o.label, o.op), NAME_WIDTH)}"]
     for sign, names in (("-", o.kernels_removed), ("+", o.kernels_added)):
         if o.status in (ADDED, REMOVED):
@@ -123,7 +123,7 @@ def _table_head(what: str) -> str:
 
 
 def _row(name: str, d: Delta, count: bool = False) -> str:
-    fmt = _num if count else _ms
+    fmt = _num if count else format_ms
     delta = "-" if d.delta is None else (f"{d.delta:+.1f}" if count else _sms(d.delta))
     return f"  {name:<18} {fmt(d.base):>12} {fmt(d.new):>12} {delta:>12} {_pct(d.delta_pct):>7}"
 
@@ -136,10 +136,6 @@ def _num(value: float | None) -> str:
     if value is None:
         return "-"
     return str(int(value)) if value == int(value) else f"{value:.1f}"
-
-
-def _ms(us: float | None) -> str:
-    return "-" if us is None else f"{us / 1000:.3f}"
 
 
 def _sms(us: float | None) -> str:

@@ -322,7 +322,8 @@ class _Session:
             self.claimed = True  # back to the steady path
 
     def job_turn(self, site: _Site) -> Optional[int]:
-        """run() while a job arm is in progress: the generation when this call is the agreed one, else None.
+        """run()'s slow path: ``claim()`` when no job arm is in progress; while one is, the generation when this
+        call is the agreed one, else None.
 
         The one wait on the caller's thread: a rank does not pass call ``index + JOB_AHEAD`` before the plan is
         known, because the agreed call may be that one (the plan's call is at least ``index + JOB_AHEAD``).
@@ -510,12 +511,11 @@ class TorchTraceProfileContext:
         self.site.calls += 1  # the call index that lines a job's ranks up (see "remote arming")
         if _SESSION.claimed:
             return func(*args, **kwargs)
-        site = self.site
-        generation = _SESSION.claim() if _SESSION.job is None else _SESSION.job_turn(site)
+        generation = _SESSION.job_turn(self.site)  # claim(), or this rank's turn while a job arm is under way
         if generation is None:
             return func(*args, **kwargs)
         return _capture_claimed(self.config, self.name or _qualified_name(func), generation, func, args, kwargs,
-                                site)
+                                self.site)
 
 
 class _Site:
@@ -571,12 +571,11 @@ def _qualified_name(func: Callable[..., Any]) -> str:
 class _Capture:
     """One capture: resolve where files go, drive torch.profiler over the target, export, report."""
 
-    def __init__(self, config: TorchTraceProfileConfig, label: str, generation: int,
-                 rendezvous: Optional[str] = None) -> None:
+    def __init__(self, config: TorchTraceProfileConfig, label: str, generation: int, rendezvous: str) -> None:
         self.config = config
         self.label = label
         self.generation = generation
-        self.rendezvous = rendezvous or f"run_dir/{generation}"  # the store key naming the ranks' run directory
+        self.rendezvous = rendezvous  # the store key naming the ranks' run directory (_Session.rendezvous_of)
         self.rank, self.world_size, self.store = _distributed_identity()
         self.run_dir: Optional[str] = None  # set by _plan_outputs (tensorboard format)
         self.log_dir: Optional[str] = None
@@ -921,8 +920,7 @@ def _shared_run_dir(log_dir: str, label: str, rendezvous: str, store: Any, world
     if world_size > 1:
         key = f"lightx2v/torch_trace_profiler/{rendezvous}"
         name = os.path.basename(path)
-        agreed = store.compare_set(key, "", name)
-        agreed = agreed.decode() if isinstance(agreed, bytes) else str(agreed)
+        agreed = _text(store.compare_set(key, "", name))
         if agreed != name:
             os.rmdir(path)  # another rank was first; ours is still empty
             path = os.path.join(log_dir, agreed)

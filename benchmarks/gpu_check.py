@@ -266,7 +266,7 @@ class GpuCheck:
         f = step.figures
         kernels = f["trace_stats"]["kernels"]
         rate = f"{f['tflops']:.0f} TFLOP/s" if f["tflops"] >= 10 else f"{f['tflops'] * 1e3:.1f} GFLOP/s"
-        step.figure = (f"{f['s_per_step']:.3f} s/step, {rate}, capture +{f['capture_extra_s']:.2f} s "
+        step.figure = (f"{f['s_per_step']:.3f} s/step, {rate}, capture {f['capture_extra_s']:+.2f} s "
                        f"(profiler {f['profiler_overhead_s']:+.2f} s beyond its extra calls), latents "
                        f"{f['equality']}, {kernel_text(kernels, self.cuda)}")
         expect(f["equality"] in ("bitwise", "within tolerance"), f"profiled latents differ: {step.figure}")

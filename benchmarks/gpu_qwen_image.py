@@ -173,7 +173,7 @@ def main() -> None:
     print(
         f"\n{args.preset} {args.resolution}x{args.resolution}: "
         f"{s_per_step:.3f} s/step, {report['tflops']:.0f} TFLOP/s; "
-        f"profiled run {report['profiled_over_unprofiled']:.2f}x (+{report['capture_extra_s']:.2f} s); "
+        f"profiled run {report['profiled_over_unprofiled']:.2f}x ({report['capture_extra_s']:+.2f} s); "
         f"kernels in trace: {report.get('trace', {}).get('kernels')}"
     )
 

@@ -48,7 +48,9 @@ def test_cpu_mode_passes_every_step_and_says_what_it_skipped(cpu_run):
     assert proc.stdout.count("note: ") >= 6 and "need CUDA" in proc.stdout  # what CPU could not check, per step
     assert "VERDICT: PASS (6 passed, 0 failed, 0 skipped)" in proc.stdout
     assert re.search(r"\[PASS\] 6 memory .*[1-9]\d* \[memory\] events; cpu peak \d", proc.stdout), proc.stdout
-    assert re.search(r"\[PASS\] 2 infer .*s/step, .*FLOP/s, capture \+\d+\.\d+ s .*latents bitwise", proc.stdout)
+    # the capture's extra seconds are a difference of two runs: signed, as a loaded machine can make it negative
+    assert re.search(r"\[PASS\] 2 infer .*s/step, .*FLOP/s, capture [+-]\d+\.\d+ s .*latents bitwise",
+                     proc.stdout), proc.stdout
     assert re.search(r"\[PASS\] 4 tensorboard .*/runs lists \S+_infer_main .*HTTP 200, [1-9]\d* stacks", proc.stdout)
 
 

@@ -183,17 +183,12 @@ def render_compare(diff: RunDiff, base: RunSummary, new: RunSummary, *, base_pat
             parts.append(f"<p class=note>{side} only, not compared: {_e(', '.join(names))}</p>")
     if len(diff.ranks) > 1 or len(base.ranks) > 1 or len(new.ranks) > 1:
         parts.append(_ranks_section(diff))
-    by_rank_base = {_rank_key(r): r for r in base.ranks}
-    by_rank_new = {_rank_key(r): r for r in new.ranks}
-    for i, rd in enumerate(diff.ranks):
-        b = by_rank_base.get((rd.rank, rd.base_file)) or (base.ranks[i] if i < len(base.ranks) else None)
-        n = by_rank_new.get((rd.rank, rd.new_file)) or (new.ranks[i] if i < len(new.ranks) else None)
-        parts.append(_rank_pair(rd, b, n, len(diff.ranks) > 1))
+    base_by_file = {r.file: r for r in base.ranks}  # one trace file is one rank: its summary, for the step bars
+    new_by_file = {r.file: r for r in new.ranks}
+    for rd in diff.ranks:
+        parts.append(_rank_pair(rd, base_by_file.get(rd.base_file), new_by_file.get(rd.new_file),
+                                len(diff.ranks) > 1))
     return _PAGE.format(title=_e(f"{diff.base.label} → {diff.new.label}"), body="\n".join(parts))
-
-
-def _rank_key(r: RankSummary) -> tuple[int | None, str]:
-    return r.rank, r.file
 
 
 def _side_text(side) -> str:
@@ -297,13 +292,21 @@ def _scale(deltas) -> float:
     return max([abs(d or 0.0) for d in deltas] + [0.0])
 
 
+def _change_cells(calls: Delta, time: Delta, scale: float) -> str:
+    """The cells every change row shares: calls and ms of both sides, the bar from the middle, Δ ms and Δ %."""
+    change = _change(time)
+    return (f"<td class=num>{_count(calls.base)}</td><td class=num>{_count(calls.new)}</td>"
+            f"<td class=num>{_ms(time.base)}</td><td class=num>{_ms(time.new)}</td>"
+            f"<td>{delta_bar(change, scale, f'{_signed_ms(change)} ms')}</td>"
+            f"<td class=num{_delta_class(change)}>{_signed_ms(change)}</td>"
+            f"<td class=num{_delta_class(change)}>{_signed_pct(time.delta_pct)}</td>")
+
+
 def _ops(rd: RankDiff) -> str:
     ops = rd.ops[:TOP]
     scale = _scale(_change(o.gpu_time_per_step_us) for o in ops)
     rows = []
     for o in ops:
-        d = o.gpu_time_per_step_us
-        change = _change(d)
         name = " / ".join(x for x in (o.label, o.op) if x) or "(no launching op)"
         kernels = "".join(
             f"<div class=removed>− {_e(k)}</div>" for k in o.kernels_removed) + "".join(
@@ -314,12 +317,7 @@ def _ops(rd: RankDiff) -> str:
                         f"{_e(', '.join(o.launchers_new) or '–')}</div>")
         rows.append(
             f"<tr><td class=name>{_e(name)}{lowering}</td><td>{_e(o.status)}</td>"
-            f"<td class=num>{_count(o.kernel_calls_per_step.base)}</td>"
-            f"<td class=num>{_count(o.kernel_calls_per_step.new)}</td>"
-            f"<td class=num>{_ms(d.base)}</td><td class=num>{_ms(d.new)}</td>"
-            f"<td>{delta_bar(change, scale, f'{_signed_ms(change)} ms')}</td>"
-            f"<td class=num{_delta_class(change)}>{_signed_ms(change)}</td>"
-            f"<td class=num{_delta_class(change)}>{_signed_pct(d.delta_pct)}</td>"
+            f"{_change_cells(o.kernel_calls_per_step, o.gpu_time_per_step_us, scale)}"
             f"<td class=kernels>{kernels}</td></tr>")
     return _table(["label / op", "status", "kernels BASE", "NEW", "GPU ms BASE", "NEW", "", "Δ ms", "Δ %",
                    "kernels changed"], rows, "ops", "No GPU work attributed to ops on either side.")
@@ -344,15 +342,9 @@ def _kernels(rd: RankDiff) -> str:
     scale = _scale(_change(k.time_per_step_us) for k in kernels)
     rows = []
     for k in kernels:
-        t, c = k.time_per_step_us, k.calls_per_step
-        change = _change(t)
         rows.append(
             f"<tr><td class=name title=\"{_e(k.name)}\">{_e(k.short_name)}</td><td>{_e(k.status)}</td>"
-            f"<td class=num>{_count(c.base)}</td><td class=num>{_count(c.new)}</td>"
-            f"<td class=num>{_ms(t.base)}</td><td class=num>{_ms(t.new)}</td>"
-            f"<td>{delta_bar(change, scale, f'{_signed_ms(change)} ms')}</td>"
-            f"<td class=num{_delta_class(change)}>{_signed_ms(change)}</td>"
-            f"<td class=num{_delta_class(change)}>{_signed_pct(t.delta_pct)}</td></tr>")
+            f"{_change_cells(k.calls_per_step, k.time_per_step_us, scale)}</tr>")
     return _table(["kernel", "status", "calls BASE", "NEW", "ms BASE", "NEW", "", "Δ ms", "Δ %"], rows, "kernels",
                   "No kernels on either side.")
 
@@ -373,15 +365,8 @@ def _cpu_ops(rd: RankDiff) -> str:
     scale = _scale(_change(o.self_per_step_us) for o in ops)
     rows = []
     for o in ops:
-        s, c = o.self_per_step_us, o.calls_per_step
-        change = _change(s)
-        rows.append(
-            f"<tr><td class=name>{_e(o.name)}</td><td>{_e(o.status)}</td>"
-            f"<td class=num>{_count(c.base)}</td><td class=num>{_count(c.new)}</td>"
-            f"<td class=num>{_ms(s.base)}</td><td class=num>{_ms(s.new)}</td>"
-            f"<td>{delta_bar(change, scale, f'{_signed_ms(change)} ms')}</td>"
-            f"<td class=num{_delta_class(change)}>{_signed_ms(change)}</td>"
-            f"<td class=num{_delta_class(change)}>{_signed_pct(s.delta_pct)}</td></tr>")
+        rows.append(f"<tr><td class=name>{_e(o.name)}</td><td>{_e(o.status)}</td>"
+                    f"{_change_cells(o.calls_per_step, o.self_per_step_us, scale)}</tr>")
     return _table(["op", "status", "calls BASE", "NEW", "self ms BASE", "NEW", "", "Δ ms", "Δ %"], rows, "cpu-ops",
                   "No CPU ops on either side.")
 

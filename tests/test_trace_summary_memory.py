@@ -247,3 +247,23 @@ def test_a_step_that_gives_memory_back_prints_its_growth_as_negative_bytes(tmp_p
     assert step.growth_bytes == -5_000_000
     assert re.search(r"ProfilerStep#1 +5\.0 MB +0 B +-5\.0 MB ", render_rank(run.ranks[0]))
     assert "<td class=num>-5.0 MB</td>" in render_overview(run)
+
+
+def test_a_capture_without_steps_is_one_whole_trace_window(tmp_path):
+    """No schedule, no prof.step(): the memory answers span the whole trace, from its first event."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    path = tmp_path / "nosteps.pt.trace.json"
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        a = torch.empty(A, dtype=torch.uint8)
+        b = torch.ones(B, dtype=torch.uint8)
+        del a, b
+    prof.export_chrome_trace(str(path))
+    r = analyze_trace(str(path))
+    assert [s.name for s in r.steps] == ["(whole trace)"] and r.memory is not None
+    (cpu,) = r.memory.devices
+    (whole,) = cpu.steps
+    assert whole.name == "(whole trace)" and cpu.peak_step == "(whole trace)"
+    assert whole.peak_allocated_bytes - whole.allocated_start_bytes == A + B and whole.growth_bytes == 0
+    assert whole.start_us <= whole.end_us

@@ -29,6 +29,7 @@ from typing import Any
 
 from . import snapshot
 from .model import DeviceMemory, MemoryCurve, MemoryOp, MemorySummary, SnapshotSummary, StepMemory, StepStats
+from .steps import WHOLE_TRACE
 
 MEMORY_EVENT = "[memory]"
 OOM_EVENT = "[OutOfMemory]"
@@ -201,7 +202,7 @@ def summarize(events: MemoryEvents, steps: Sequence[StepStats], op_threads: dict
 
 
 def _step_windows(steps: Sequence[StepStats]) -> list[tuple[StepStats, float, float]]:
-    if len(steps) == 1 and steps[0].number is None:
+    if len(steps) == 1 and steps[0].name == WHOLE_TRACE:  # no ProfilerStep: every event is in it
         return [(steps[0], float("-inf"), float("inf"))]
     return [(s, s.start_us, s.start_us + (s.cpu_us if s.cpu_us > 0 else s.wall_us)) for s in steps]
 
@@ -316,7 +317,7 @@ def _device(events: MemoryEvents, key: tuple[int, int], idx: list[int], owners: 
             grew=growth >= threshold))
         if peak_step is None and i0 <= p < i1:
             peak_step = s.name
-    if len(windows) == 1 and windows[0][0].number is None:
+    if len(windows) == 1 and windows[0][0].name == WHOLE_TRACE:
         step_rows[0].start_us = ts[0]
 
     top_ops, unattributed = _top_ops(events.devices[key], idx, nbytes, p, events.addr, owners, op_name, op_names, top)

@@ -32,7 +32,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .model import RankSummary, RankTables, RunSummary, _rounded
+from .model import RankSummary, RankTables, RunSummary, Straggler, _rounded
 from .ratios import percent
 
 DIFF_SCHEMA = "lightx2v.trace_summary.diff/1"
@@ -387,14 +387,13 @@ def _by_time(times: dict[str, float], names: set[str]) -> list[str]:
 
 def _verdict(step: Delta, groups: list[tuple[str, float]], per: str) -> str:
     """``NEW is 18.3% faster per step (-4.1 ms); attn -3.6 ms, aten::linear -0.4 ms``."""
-    base, delta = step.base or 0.0, step.delta or 0.0
-    pct = abs(100.0 * delta / base) if base > 0 else 0.0
-    if base <= 0:
+    delta, pct = step.delta or 0.0, step.delta_pct or 0.0  # delta_pct is None only when a side has no step time
+    if (step.base or 0.0) <= 0:
         head = f"NEW takes {signed_ms(delta)} ms {per} (BASE has no step time)"
-    elif pct < CHANGED_PCT:
-        head = f"NEW is about as fast {per} ({signed_ms(delta)} ms, {100.0 * delta / base:+.1f}%)"
+    elif abs(pct) < CHANGED_PCT:
+        head = f"NEW is about as fast {per} ({signed_ms(delta)} ms, {pct:+.1f}%)"
     else:
-        head = f"NEW is {pct:.1f}% {'faster' if delta < 0 else 'slower'} {per} ({signed_ms(delta)} ms)"
+        head = f"NEW is {abs(pct):.1f}% {'faster' if delta < 0 else 'slower'} {per} ({signed_ms(delta)} ms)"
     by_name: dict[str, float] = {}  # groups of one label (several top-level ops) are named once
     for name, d in groups:
         by_name[name] = by_name.get(name, 0.0) + d
@@ -420,16 +419,13 @@ def signed_ms(us: float) -> str:
     return f"{ms:+.{digits}f}"
 
 
-def _who(r: RankSummary) -> str:
+def _who(r: RankSummary | Straggler) -> str:
     return f"rank {r.rank} ({r.worker})" if r.rank is not None else r.worker
 
 
 def _side(run: RunSummary) -> SideInfo:
     walls = [_mean(s.wall_us for s in r.steps) for r in run.ranks]
-    s = run.straggler
-    who = None
-    if s is not None:
-        who = f"rank {s.rank} ({s.worker})" if s.rank is not None else s.worker
+    who = _who(run.straggler) if run.straggler is not None else None
     return SideInfo(label=run.label, path=run.path, ranks=len(run.ranks), straggler=who, step_wall_us=max(walls))
 
 

@@ -267,3 +267,26 @@ def test_a_capture_without_steps_is_one_whole_trace_window(tmp_path):
     assert whole.name == "(whole trace)" and cpu.peak_step == "(whole trace)"
     assert whole.peak_allocated_bytes - whole.allocated_start_bytes == A + B and whole.growth_bytes == 0
     assert whole.start_us <= whole.end_us
+
+
+def test_long_captures_show_the_first_and_last_steps_in_both_tables(tmp_path):
+    """15 steps: the step table and the memory table each show 10 + 2 rows and count the 3 left out between."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    from lightx2v.trace_summary.render import MAX_STEP_ROWS
+
+    path, steps = tmp_path / "long.pt.trace.json", MAX_STEP_ROWS + 3
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True, schedule=schedule(wait=0, warmup=1, repeat=1,
+                 active=steps), on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
+        for _ in range(1 + steps):
+            torch.empty(A, dtype=torch.uint8)  # one allocation per step, freed at once
+            prof.step()
+    r = analyze_trace(str(path))
+    assert len(r.steps) == steps and r.memory is not None and len(r.memory.devices[0].steps) == steps
+    lines = render_rank(r).splitlines()
+    assert [line.strip() for line in lines].count("... 3 more steps ...") == 2
+    names = [s.name for s in r.steps]
+    for table_start in (i for i, line in enumerate(lines) if line.lstrip().startswith("step ")):
+        rows = [line.split()[0] for line in lines[table_start + 1:table_start + 2 + MAX_STEP_ROWS]]
+        assert rows == names[:MAX_STEP_ROWS - 2] + ["..."] + names[-2:], rows

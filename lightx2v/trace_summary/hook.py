@@ -13,7 +13,7 @@ from ..fileio import write_atomically
 from .analyze import analyze_trace
 from .model import MemorySummary, RankSummary
 from .names import cut
-from .render import format_bytes, render_rank
+from .render import format_bytes, render_rank, snapshot_device, snapshot_holders
 
 LOG_TOP = 3
 LOG_NAME_WIDTH = 60
@@ -69,7 +69,7 @@ def _memory_lines(m: MemorySummary | None) -> list[str]:
             line += f" - LEAK: allocated grows in {sum(1 for s in d.steps if s.grew)} of {len(d.steps)} steps"
         lines.append(line)
     for snap in m.snapshots:
-        held = ", ".join(f"{format_bytes(site.bytes)} at {site.location} {site.function}" for site in snap.sites[:2])
-        lines.append(f"memory snapshot cuda:{snap.device}: peak {format_bytes(snap.peak_bytes)}"
+        held = snapshot_holders(snap, 2)
+        lines.append(f"memory snapshot {snapshot_device(snap)}: peak {format_bytes(snap.peak_bytes)}"
                      + (f": {held}" if held else ""))
     return lines

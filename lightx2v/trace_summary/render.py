@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from .memory import HINT as MEMORY_HINT
 from .memory import LEAK_MIN_STEPS
-from .model import IdleStats, MemorySummary, RankSummary, RunSummary, SkippedEvents, StepStats
+from .model import IdleStats, MemorySummary, RankSummary, RunSummary, SkippedEvents, SnapshotSummary, StepStats
 from .names import cut as _cut
 from .ranks import LOCKSTEP_SPREAD
 from .ratios import percent
@@ -15,6 +16,8 @@ from .steps import IDLE_FLAG_RATIO
 
 NAME_WIDTH = 72
 MAX_STEP_ROWS = 12
+
+_Step = TypeVar("_Step")
 
 
 def render_runs(runs: list[RunSummary]) -> str:
@@ -76,12 +79,9 @@ def render_rank(r: RankSummary) -> str:
     if r.steps:
         lines += ["", f"  {'step':<20} {'wall ms':>10} {'GPU busy ms':>12} {'busy %':>7} {'kernels':>8} "
                       f"{'idle %':>7} {'largest gap ms':>15}"]
-    shown = r.steps if len(r.steps) <= MAX_STEP_ROWS else r.steps[:MAX_STEP_ROWS - 2] + r.steps[-2:]
-    for i, s in enumerate(shown):
-        if len(shown) < len(r.steps) and i == MAX_STEP_ROWS - 2:
-            lines.append(f"  ... {len(r.steps) - len(shown)} more steps ...")
-        lines.append(_step_row(s.name, s.wall_us, s.gpu_busy_us, s.gpu_busy_pct, s.kernel_count,
-                               s.idle.ratio if s.idle else None, s.idle.largest_gap_us if s.idle else None))
+    lines += _step_rows(r.steps, lambda s: _step_row(
+        s.name, s.wall_us, s.gpu_busy_us, s.gpu_busy_pct, s.kernel_count, s.idle.ratio if s.idle else None,
+        s.idle.largest_gap_us if s.idle else None))
     if len(r.steps) > 1:
         n = len(r.steps)
         wall = sum(s.wall_us for s in r.steps) / n
@@ -148,15 +148,11 @@ def _memory_lines(m: MemorySummary | None) -> list[str]:
             lines.append(f"  !! {d.out_of_memory_events} out-of-memory event(s) on {d.device}")
         lines.append(f"  {'step':<20} {'allocated at start':>18} {'at end':>10} {'growth':>10} {'peak alloc':>11} "
                      f"{'peak reserved':>13}")
-        shown = d.steps if len(d.steps) <= MAX_STEP_ROWS else d.steps[:MAX_STEP_ROWS - 2] + d.steps[-2:]
-        for i, s in enumerate(shown):
-            if len(shown) < len(d.steps) and i == MAX_STEP_ROWS - 2:
-                lines.append(f"  ... {len(d.steps) - len(shown)} more steps ...")
-            growth = format_signed_bytes(s.growth_bytes)
-            lines.append(f"  {_cut(s.name, 20):<20} {format_bytes(s.allocated_start_bytes):>18} "
-                         f"{format_bytes(s.allocated_end_bytes):>10} {growth:>10} "
-                         f"{format_bytes(s.peak_allocated_bytes):>11} {format_bytes(s.peak_reserved_bytes):>13}"
-                         + ("  grew" if s.grew else ""))
+        lines += _step_rows(d.steps, lambda s: (
+            f"  {_cut(s.name, 20):<20} {format_bytes(s.allocated_start_bytes):>18} "
+            f"{format_bytes(s.allocated_end_bytes):>10} {format_signed_bytes(s.growth_bytes):>10} "
+            f"{format_bytes(s.peak_allocated_bytes):>11} {format_bytes(s.peak_reserved_bytes):>13}"
+            + ("  grew" if s.grew else "")))
         grew = [s for s in d.steps if s.grew]
         rule = f"a step is flagged when it keeps {format_bytes(d.leak_threshold_bytes)} or more"
         if d.leak:
@@ -181,16 +177,32 @@ def _memory_lines(m: MemorySummary | None) -> list[str]:
     for snap in m.snapshots:
         source = ("from the allocator's history" if snap.source == "device_traces"
                   else "no history recorded: the blocks live when the snapshot was taken")
-        held = ", ".join(f"{format_bytes(site.bytes)} at {site.location} {site.function}" for site in snap.sites[:3])
+        held = snapshot_holders(snap, 3)
         other = f"{', ' if held else ''}{format_bytes(snap.other_bytes)} elsewhere" if snap.other_bytes else ""
-        device = f"cuda:{snap.device}" if snap.device is not None else "cuda"
-        lines += ["", f"Memory snapshot {device} ({source}; {os.path.basename(snap.file)}): peak "
+        lines += ["", f"Memory snapshot {snapshot_device(snap)} ({source}; {os.path.basename(snap.file)}): peak "
                       f"{format_bytes(snap.peak_bytes)}: {held}{other}",
                   f"  {'bytes':>10} {'blocks':>7}  where (innermost frame in your code)"]
         for site in snap.sites:
             lines.append(f"  {format_bytes(site.bytes):>10} {site.blocks:>7}  {site.location} "
                          f"{_cut(site.function, 40)}")
     return lines
+
+
+def _step_rows(steps: Sequence[_Step], row: Callable[[_Step], str]) -> list[str]:
+    """One row per step, or past MAX_STEP_ROWS the first and the last two with the count left out between."""
+    if len(steps) <= MAX_STEP_ROWS:
+        return [row(s) for s in steps]
+    head, tail = steps[:MAX_STEP_ROWS - 2], steps[-2:]
+    return [*map(row, head), f"  ... {len(steps) - MAX_STEP_ROWS} more steps ...", *map(row, tail)]
+
+
+def snapshot_device(snap: SnapshotSummary) -> str:
+    return f"cuda:{snap.device}" if snap.device is not None else "cuda"
+
+
+def snapshot_holders(snap: SnapshotSummary, sites: int) -> str:
+    """``1.2 GB at model.py:40 forward, ...``: the places in the user's code holding most of a snapshot's peak."""
+    return ", ".join(f"{format_bytes(site.bytes)} at {site.location} {site.function}" for site in snap.sites[:sites])
 
 
 def skipped_line(s: SkippedEvents) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import gzip
 import json
 import os
@@ -16,7 +17,7 @@ import pytest
 import torch
 
 from lightx2v.utils import torch_trace_profiler
-from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchTraceProfiler
+from lightx2v.utils.torch_trace_profiler import TorchTraceProfileConfig, TorchTraceProfileContext, TorchTraceProfiler
 
 from conftest import REPO_ROOT, subprocess_env
 from helpers.traces import PLUGIN_TRACE_RE, plugin_traces
@@ -262,6 +263,20 @@ def test_the_config_cache_only_ever_serves_a_valid_config(valid, equal_but_inval
     assert TorchTraceProfileContext("again", tb_dir="x", **valid).config is config
     served = TorchTraceProfileContext("equal", tb_dir="x", **equal_but_invalid).config
     assert served is config and type(getattr(served, field)) is type(valid[field])
+
+
+def test_every_keyword_reaches_its_own_config_field():
+    """Each keyword, set alone to a value no other field takes, lands in the field of its name: the settings key
+    and the config's fields are in one order, so two flags swapped in one of them would show here."""
+    odd = {"profile_format": "chrome", "tb_dir": "tb-only-here", "chrome_path": "only-here.json", "wait": 7,
+           "warmup": 6, "active": 5, "tensorboard_port": 17123}
+    fields = [f.name for f in dataclasses.fields(TorchTraceProfileConfig) if f.init]
+    assert set(odd) | {f for f in fields if type(getattr(TorchTraceProfileConfig(), f)) is bool} == set(fields)
+    for field in fields:
+        value = odd.get(field, not getattr(TorchTraceProfileConfig(), field))
+        config = TorchTraceProfileContext("keywords", **{field: value}).config
+        assert [f for f in fields if getattr(config, f) != getattr(TorchTraceProfileConfig(), f)] == [field]
+        assert getattr(config, field) == value
 
 
 def test_hints_are_visible_in_a_plain_script(tmp_path):

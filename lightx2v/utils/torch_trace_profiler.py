@@ -46,6 +46,7 @@ torch lazily, and can be copied over ``lightx2v/utils/torch_trace_profiler.py`` 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gzip
 import json
@@ -57,7 +58,7 @@ import socket
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterable, Optional, TypeVar, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar, Union
 
 __all__ = ["CaptureResult", "TorchTraceProfileConfig", "TorchTraceProfileContext", "TorchTraceProfiler",
            "log_profile_done", "log_profile_start", "make_on_trace_ready", "resolve_log_dir"]
@@ -184,6 +185,8 @@ _DEFAULT = TorchTraceProfileConfig()  # the defaults of TorchTraceProfileContext
 _CONFIGS: dict[tuple, TorchTraceProfileConfig] = {}  # validated configs by their settings
 _CONFIGS_MAX = 256  # distinct call-site settings a process keeps; beyond that, each context validates anew
 _SITES: dict[tuple, "_Site"] = {}  # call sites by (name, settings): their call counters live as long as the process
+# The settings tuple's order: the config's fields, as a context's keywords spell them (its key follows this order)
+_SETTING_FIELDS = tuple(f.name for f in dataclasses.fields(TorchTraceProfileConfig) if f.init)
 
 
 # ------------------------------------------------------------------------------------------ session state
@@ -486,13 +489,13 @@ class TorchTraceProfileContext:
         # validated config: the config a context holds always has its fields' exact types, and behaves as the
         # value given. A value that equals nothing validated yet goes through the config's check (and its error).
         key = (name, profile_format, tb_dir, chrome_path, wait, warmup, active, with_stack, tensorboard_port,
-               use_gzip, record_shapes, profile_memory, with_flops, memory_snapshot)
+               use_gzip, record_shapes, profile_memory, memory_snapshot, with_flops)  # name + _SETTING_FIELDS
         try:
-            site = _SITES.get(key)
-        except TypeError:  # an unhashable path: the config's check names it
-            site = None
+            site, cacheable = _SITES.get(key), True
+        except TypeError:  # an unhashable path: validated each time, and the config's check names it
+            site, cacheable = None, False
         if site is None:
-            site = _new_site(key)
+            site = _new_site(key, cacheable)
         self.site = site
 
     @property
@@ -528,18 +531,12 @@ class _Site:
         self.calls = 0
 
 
-def _new_site(key: tuple) -> _Site:
+def _new_site(key: tuple, cacheable: bool) -> _Site:
     """The call site for a context's settings ``key`` (name first), validated; cached while the cache has room."""
     settings = key[1:]
-    try:
-        config = _CONFIGS.get(settings)
-        cacheable = True
-    except TypeError:
-        config, cacheable = None, False
+    config = _CONFIGS.get(settings) if cacheable else None
     if config is None:
-        fields = ("profile_format", "tb_dir", "chrome_path", "wait", "warmup", "active", "with_stack",
-                  "tensorboard_port", "use_gzip", "record_shapes", "profile_memory", "with_flops", "memory_snapshot")
-        config = TorchTraceProfileConfig(**dict(zip(fields, settings, strict=True)))
+        config = TorchTraceProfileConfig(**dict(zip(_SETTING_FIELDS, settings, strict=True)))
         if cacheable and len(_CONFIGS) < _CONFIGS_MAX:
             _CONFIGS[settings] = config
     site = _Site(config)
@@ -781,17 +778,8 @@ def write_memory_snapshot(snapshot: dict, path: str) -> None:
     """Pickle ``snapshot`` (the dict ``torch.cuda.memory._snapshot()`` returns) to ``path``, atomically."""
     import pickle
 
-    directory, name = os.path.split(path)
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            pickle.dump(snapshot, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    finally:
-        try:
-            os.remove(tmp)
-        except FileNotFoundError:
-            pass
+    with _replaced_atomically(path) as tmp, open(tmp, "wb") as f:
+        pickle.dump(snapshot, f, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 class _MemoryHistory:
@@ -960,27 +948,41 @@ def _with_rank_suffix(path: str, rank: int, world_size: int) -> str:
     return f"{path}.rank{rank:0{width}d}"
 
 
-def _export_atomically(prof, path: str, use_gzip: bool) -> None:
-    """Export to a hidden temporary name that no reader matches, compress if asked, then rename into place."""
+@contextlib.contextmanager
+def _replaced_atomically(path: str) -> Iterator[str]:
+    """A hidden temporary name beside ``path`` that no reader matches, renamed onto ``path`` when the block ends
+    without an error and removed whatever happens: readers see the old file or the whole new one, never a part."""
     directory, name = os.path.split(path)
-    tmp_json = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
-    tmp_gz = tmp_json + ".gz-tmp"
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
     try:
-        prof.export_chrome_trace(tmp_json)
-        if not os.path.isfile(tmp_json):  # kineto logs its own write errors and returns normally
-            raise OSError(f"torch.profiler could not write the trace in {directory} (disk full or not writable?)")
-        if use_gzip:
-            with open(tmp_json, "rb") as src, gzip.open(tmp_gz, "wb", compresslevel=6) as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-            os.replace(tmp_gz, path)
-        else:
-            os.replace(tmp_json, path)
+        yield tmp
+        os.replace(tmp, path)
     finally:
-        for leftover in (tmp_json, tmp_gz, tmp_json + ".tmp"):  # kineto writes <path>.tmp, then renames
-            try:
-                os.remove(leftover)
-            except FileNotFoundError:
-                pass
+        _remove_if_there(tmp)
+
+
+def _remove_if_there(*paths: str) -> None:
+    for path in paths:
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+
+
+def _export_atomically(prof, path: str, use_gzip: bool) -> None:
+    """Export to a hidden temporary name, compress if asked, then rename into place."""
+    with _replaced_atomically(path) as tmp:
+        exported = tmp + ".plain" if use_gzip else tmp
+        try:
+            prof.export_chrome_trace(exported)
+            if not os.path.isfile(exported):  # kineto logs its own write errors and returns normally
+                raise OSError(f"torch.profiler could not write the trace in {os.path.dirname(path) or '.'} "
+                              "(disk full or not writable?)")
+            if use_gzip:
+                with open(exported, "rb") as src, gzip.open(tmp, "wb", compresslevel=6) as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+        finally:  # kineto writes <path>.tmp, then renames
+            _remove_if_there(exported + ".tmp", *([exported] if use_gzip else []))
 
 
 def _slug(text: str, limit: int) -> str:
@@ -1462,13 +1464,10 @@ class _RemoteControl:
                   "argv": [str(a)[:200] for a in sys.argv[:12]], "log_dir": self.log_dir,
                   "started_at": self.started_at, "updated_at": time.time(), "exited_at": self.exited_at,
                   "poll_seconds": POLL_SECONDS, "heartbeat_seconds": HEARTBEAT_SECONDS, **self.status()}
-        directory, name = os.path.split(status_path)
-        tmp = os.path.join(directory, f".{name}.tmp")
         with self.lock:  # the watcher, the caller's thread and the atexit handler share the temporary name
             state = self._shown_state()
-            with open(tmp, "w") as f:
+            with _replaced_atomically(status_path) as tmp, open(tmp, "w") as f:
                 json.dump(status, f, default=str)
-            os.replace(tmp, status_path)
             self.written_state = state
 
     def status(self) -> dict[str, Any]:

@@ -60,6 +60,33 @@ class Process:
         return str(self.status.get("host", "?"))
 
     @property
+    def rank(self) -> int:
+        return int(self.status.get("rank") or 0)
+
+    @property
+    def world_size(self) -> int:
+        return int(self.status.get("world_size") or 1)
+
+    @property
+    def job(self) -> dict[str, Any]:
+        """The job it is a rank of (``id``, ``launcher_pid``, ``arm``), {} for a single process."""
+        return self.status.get("job") or {}
+
+    @property
+    def job_arm(self) -> dict[str, Any]:
+        """Its part in the job's latest arm (``number``, ``state``, ``site``, ``target``, ``calls``), {} if none."""
+        return self.job.get("arm") or {}
+
+    @property
+    def captures(self) -> int:
+        return int(self.status.get("captures") or 0)
+
+    def capture_after(self, captures_before: int) -> Optional[dict[str, Any]]:
+        """Its ``last_capture`` once it has finished more than ``captures_before`` captures, else None."""
+        last = self.status.get("last_capture")
+        return last if last and self.captures > captures_before else None
+
+    @property
     def request_path(self) -> str:
         return self.status_path[: -len(STATUS_SUFFIX)] + REQUEST_SUFFIX
 
@@ -89,8 +116,8 @@ class Process:
         s = self.status
         parts = [f"{self.id}: pid {self.pid} on {self.host}", f"[{self.state}]",
                  " ".join(s.get("argv") or [])[:80] or "?"]
-        if s.get("world_size", 1) > 1:
-            parts.append(f"rank {s.get('rank')}/{s.get('world_size')}")
+        if self.world_size > 1:
+            parts.append(f"rank {self.rank}/{self.world_size}")
         if self.state == "running":
             parts.append("ARMED: the next run() captures" if s.get("armed") else
                          "capturing now" if s.get("capturing") else "not armed")
@@ -292,8 +319,9 @@ def wait_for_capture(process: Process, captures_before: int, timeout: float) -> 
     while time.monotonic() < deadline:
         now = read_process(process.status_path)
         if now is not None:
-            if int(now.status.get("captures") or 0) > captures_before and now.status.get("last_capture"):
-                return now.status["last_capture"]
+            capture = now.capture_after(captures_before)
+            if capture:
+                return capture
             reason = now.not_running_reason()
             if reason:
                 raise NotArmed(reason.replace("nothing armed", "it did not capture"))

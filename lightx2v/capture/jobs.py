@@ -26,11 +26,11 @@ class Job:
 
     @property
     def world_size(self) -> int:
-        return max(int(p.status.get("world_size") or 1) for p in self.ranks)
+        return max(p.world_size for p in self.ranks)
 
     @property
     def launcher_pid(self) -> Optional[int]:
-        pids = {(p.status.get("job") or {}).get("launcher_pid") for p in self.ranks}
+        pids = {p.job.get("launcher_pid") for p in self.ranks}
         return pids.pop() if len(pids) == 1 else None  # ranks on several nodes have several launchers
 
     @property
@@ -40,7 +40,7 @@ class Job:
     @property
     def missing_ranks(self) -> list[int]:
         """Ranks with no status file here: on another node without a shared filesystem, or no capture yet."""
-        return sorted(set(range(self.world_size)) - {int(p.status.get("rank") or 0) for p in self.ranks})
+        return sorted(set(range(self.world_size)) - {p.rank for p in self.ranks})
 
     @property
     def state(self) -> str:
@@ -53,8 +53,7 @@ class Job:
         them through the job's store, and a rank that cannot take part makes the arm abandoned, with the reason."""
         if self.state == "running":
             return None
-        problems = [f"rank {p.status.get('rank')}: {p.not_running_reason()}" for p in self.ranks
-                    if p.not_running_reason()]
+        problems = [f"rank {p.rank}: {p.not_running_reason()}" for p in self.ranks if p.not_running_reason()]
         return f"job {self.id}: " + "; ".join(problems)
 
     def missing_note(self) -> str:
@@ -68,7 +67,7 @@ class Job:
     def describe(self) -> str:
         """One line for a person: the job, its ranks and hosts, its state, its arm, its last capture."""
         first = self.ranks[0].status
-        ranks = ", ".join(f"{p.status.get('rank')}: pid {p.pid}" for p in self.ranks)
+        ranks = ", ".join(f"{p.rank}: pid {p.pid}" for p in self.ranks)
         count = f"{self.world_size} ranks" if not self.missing_ranks else \
             f"{len(self.ranks)} of {self.world_size} ranks"
         parts = [f"job {self.id}: {count} on {', '.join(self.hosts)} ({ranks})", f"[{self.state}]",
@@ -82,7 +81,7 @@ class Job:
         last = [p.status.get("last_capture") or {} for p in self.ranks]
         run_dirs = sorted({str(c.get("run_dir")) for c in last if c})
         if run_dirs:
-            errors = [f"rank {p.status.get('rank')}: {c['error']}" for p, c in zip(self.ranks, last, strict=True)
+            errors = [f"rank {p.rank}: {c['error']}" for p, c in zip(self.ranks, last, strict=True)
                       if c.get("error")]
             parts.append(f"last capture {_clock(max(c.get('finished_at') or 0 for c in last))} -> "
                          f"{' | '.join(run_dirs)}" + (f" (errors: {'; '.join(errors)})" if errors else ""))
@@ -91,7 +90,7 @@ class Job:
 
 def arm_state(job: Job) -> str:
     """What the job's latest arm is doing, from its ranks' status files."""
-    arms = [(p.status.get("rank"), (p.status.get("job") or {}).get("arm")) for p in job.ranks]
+    arms = [(p.rank, p.job_arm) for p in job.ranks]
     newest = max((a["number"] for _, a in arms if a), default=None)
     if newest is None:
         return "not armed"
@@ -113,7 +112,7 @@ def group(processes: list[Process]) -> list[Union[Process, Job]]:
     jobs: dict[str, list[Process]] = {}
     entries: list[Union[Process, Job]] = []
     for p in processes:
-        job_id = (p.status.get("job") or {}).get("id") if int(p.status.get("world_size") or 1) > 1 else None
+        job_id = p.job.get("id") if p.world_size > 1 else None
         if not job_id:
             entries.append(p)
             continue
@@ -122,7 +121,7 @@ def group(processes: list[Process]) -> list[Union[Process, Job]]:
             entries.append(Job(job_id, jobs[job_id]))
         jobs[job_id].append(p)
     for ranks in jobs.values():
-        ranks.sort(key=lambda p: (int(p.status.get("rank") or 0), -p.beat_at))
+        ranks.sort(key=lambda p: (p.rank, -p.beat_at))
     return entries
 
 
@@ -134,8 +133,7 @@ def job_of(entries: list[Union[Process, Job]], job_id: Optional[str] = None, pid
             continue
         if job_id is not None and entry.id == job_id:
             return entry
-        if pid is not None and any(pid in (p.pid, (p.status.get("job") or {}).get("launcher_pid"))
-                                   for p in entry.ranks):
+        if pid is not None and any(pid in (p.pid, p.job.get("launcher_pid")) for p in entry.ranks):
             return entry
         if ident is not None and any(p.id == ident for p in entry.ranks):
             return entry
@@ -151,7 +149,7 @@ def arm_job(job: Job, by: Optional[str] = None) -> dict[str, Any]:
     refused = [p for p in job.ranks if p.status.get("remote_refused")]
     if refused:
         raise NotArmed(f"job {job.id}: refused: {refused[0].status['remote_refused']}")
-    before = {int(p.status.get("rank") or 0): int(p.status.get("captures") or 0) for p in job.ranks}
+    before = {p.rank: p.captures for p in job.ranks}
     try:
         answer = arm(job.ranks[0], by=by)
     except NotArmed as exc:
@@ -182,28 +180,23 @@ def wait_for_job_capture(job: Job, answer: dict[str, Any], timeout: float) -> di
         for p in ranks:
             reason = p.not_running_reason()
             if reason:
-                raise NotArmed(f"job {job.id}: rank {p.status.get('rank')}: "
-                               + reason.replace("nothing armed", "it did not capture"))
-            state = ((p.status.get("job") or {}).get("arm") or {})
+                raise NotArmed(f"job {job.id}: rank {p.rank}: " + reason.replace("nothing armed", "it did not capture"))
+            state = p.job_arm
             if state.get("number") == number and str(state.get("state", "")).startswith(("abandoned", "missed")):
-                raise NotArmed(f"job {job.id}: arm {number}: rank {p.status.get('rank')}: {state['state']}")
-        done = {int(p.status.get("rank") or 0): p.status["last_capture"] for p in ranks
-                if int(p.status.get("captures") or 0) > before.get(int(p.status.get("rank") or 0), 0)
-                and p.status.get("last_capture")}
+                raise NotArmed(f"job {job.id}: arm {number}: rank {p.rank}: {state['state']}")
+        done = {p.rank: c for p in ranks if (c := p.capture_after(before.get(p.rank, 0)))}
         if len(done) == len(job.ranks):
-            arms = [((p.status.get("job") or {}).get("arm") or {}) for p in ranks]
-            return {"call": arms[0].get("target"), "run_dirs": sorted({str(c.get("run_dir")) for c in done.values()}),
-                    "ranks": done}
+            return {"call": ranks[0].job_arm.get("target"), "ranks": done,
+                    "run_dirs": sorted({str(c.get("run_dir")) for c in done.values()})}
         if time.monotonic() >= deadline:
-            where = "; ".join(f"rank {p.status.get('rank')}: "
-                              + (f"captured -> {p.status['last_capture'].get('run_dir')}"
-                                 if int(p.status.get("rank") or 0) in done else _rank_arm(p)) for p in ranks)
+            where = "; ".join(f"rank {p.rank}: " + (f"captured -> {done[p.rank].get('run_dir')}" if p.rank in done
+                                                       else _rank_arm(p)) for p in ranks)
             raise NotArmed(f"job {job.id} is armed but not every rank captured within {timeout:.0f} s ({where})")
         time.sleep(0.2)
 
 
 def _rank_arm(p: Process) -> str:
-    state = (p.status.get("job") or {}).get("arm") or {}
+    state = p.job_arm
     if not state:
         return "not armed"
     return f"arm {state.get('number')}: {state.get('state')} of {state.get('site')!r}, at call {state.get('calls')}"

@@ -31,10 +31,15 @@ def free_port() -> int:
 
 @pytest.fixture
 def fresh_profiler_session(tmp_path, monkeypatch):
-    """A new capture session in an empty working directory, with the profiler's environment switches unset."""
+    """A new capture session in an empty working directory, with the profiler's environment switches unset and
+    empty call-site and config caches, as in a new process: a config validated by an earlier test would otherwise
+    be served for an equal value (1 for True) that the test expects to be refused."""
+    from lightx2v.utils import torch_trace_profiler
     from lightx2v.utils.torch_trace_profiler import TorchTraceProfiler
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(torch_trace_profiler, "_CONFIGS", {})
+    monkeypatch.setattr(torch_trace_profiler, "_SITES", {})
     for var in ("LIGHTX2V_TORCH_PROFILE", "LIGHTX2V_TORCH_PROFILE_DIR", "LIGHTX2V_TENSORBOARD_PORT",
                 "LIGHTX2V_TORCH_PROFILE_MEMORY_SNAPSHOT"):
         monkeypatch.delenv(var, raising=False)

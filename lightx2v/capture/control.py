@@ -78,6 +78,11 @@ class Process:
         return self.job.get("arm") or {}
 
     @property
+    def remote_refused(self) -> Optional[str]:
+        """Why the process refuses to be armed from outside (a job without a c10d store), or None."""
+        return self.status.get("remote_refused") or None
+
+    @property
     def captures(self) -> int:
         return int(self.status.get("captures") or 0)
 
@@ -278,8 +283,8 @@ def arm(process: Process, by: Optional[str] = None, ack_seconds: float = ACK_SEC
     reason = process.not_running_reason()
     if reason:
         raise NotArmed(reason)
-    if process.status.get("remote_refused"):
-        raise NotArmed(f"{process.id}: refused: {process.status['remote_refused']}")
+    if process.remote_refused:
+        raise NotArmed(f"{process.id}: refused: {process.remote_refused}")
     request_id = secrets.token_hex(8)
     request = {"protocol": CONTROL_PROTOCOL, "id": request_id, "at": time.time(),
                "by": by or f"python -m lightx2v.capture (pid {os.getpid()} on {socket.gethostname()})"}

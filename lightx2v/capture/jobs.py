@@ -146,9 +146,9 @@ def arm_job(job: Job, by: Optional[str] = None) -> dict[str, Any]:
     reason = job.not_running_reason()
     if reason:
         raise NotArmed(reason)
-    refused = [p for p in job.ranks if p.status.get("remote_refused")]
+    refused = next((p.remote_refused for p in job.ranks if p.remote_refused), None)
     if refused:
-        raise NotArmed(f"job {job.id}: refused: {refused[0].status['remote_refused']}")
+        raise NotArmed(f"job {job.id}: refused: {refused}")
     before = {p.rank: p.captures for p in job.ranks}
     try:
         answer = arm(job.ranks[0], by=by)

@@ -51,7 +51,7 @@ def _process_row(root: str, p: Process) -> dict[str, Any]:
             "capturing": bool(s.get("capturing")), "armed_at": s.get("armed_at"),
             "armed_by": s.get("armed_by"), "captures": s.get("captures", 0),
             "last_capture": _last(root, s.get("last_capture")),
-            "refused": s.get("remote_refused") or p.not_running_reason(),
+            "refused": p.remote_refused or p.not_running_reason(),
             "rank": s.get("rank", 0), "world_size": s.get("world_size", 1)}
 
 
@@ -61,7 +61,7 @@ def _job_row(root: str, job: Job) -> dict[str, Any]:
     newest = max((r for r in ranks if r["last_capture"]), key=lambda r: r["last_capture"]["finished_at"] or 0,
                  default=None)
     arm = arm_state(job) if job.state == "running" else job.state
-    refused = next((p.status["remote_refused"] for p in job.ranks if p.status.get("remote_refused")), None)
+    refused = next((p.remote_refused for p in job.ranks if p.remote_refused), None)
     return {"id": f"job:{job.id}", "pid": job.launcher_pid, "host": ", ".join(job.hosts),
             "command": ranks[0]["command"], "state": job.state, "armed": arm.startswith("ARMED"),
             "capturing": any(r["capturing"] for r in ranks), "armed_at": None, "armed_by": None,

@@ -1422,10 +1422,7 @@ class _RemoteControl:
                 raise ValueError("not a JSON object")
         except (OSError, ValueError) as exc:
             request = {"id": None, "by": f"a request file ({exc})"}
-        try:
-            os.remove(request_path)
-        except FileNotFoundError:
-            pass
+        _remove_if_there(request_path)
         by = str(request.get("by") or "outside")[:200]
         request_id = request.get("id")
 

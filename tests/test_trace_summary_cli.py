@@ -46,13 +46,19 @@ def test_json_output_has_the_documented_fields():
     (rank,) = run["ranks"]
     assert set(rank) == {"file", "size_bytes", "compressed", "worker", "rank", "world_size", "devices", "versions",
                          "event_count", "trace_span_us", "steps", "gpu", "idle", "top_kernels", "top_cpu_ops",
-                         "cpu_self_total_us", "memory_ops", "gpu_comm_us", "notes", "skipped_events", "memory"}
+                         "cpu_self_total_us", "memory_ops", "gpu_comm_us", "notes", "skipped_events", "memory",
+                         "launch_links"}
     assert rank["skipped_events"] == []  # a real trace: nothing malformed
     (step,) = rank["steps"]
     assert set(step) == {"name", "number", "start_us", "wall_us", "cpu_us", "gpu_busy_us", "gpu_busy_pct",
-                         "kernel_count", "idle"}
+                         "kernel_count", "idle", "gpu_launched_us", "gpu_lag_us"}
     assert set(step["idle"]) == {"window_us", "idle_us", "ratio", "largest_gap_us", "largest_gap_at_us",
-                                 "largest_gap_step", "gaps_over_10us", "flagged"}
+                                 "largest_gap_step", "gaps_over_10us", "flagged", "causes"}
+    assert set(step["idle"]["causes"]) == {"host_wait_us", "sync_us", "short_gaps_us", "other_us", "dominant",
+                                           "syncs"}
+    assert rank["launch_links"] == {"gpu_events": 180, "with_launch_record": 180, "by_launch_chain": 180,
+                                    "by_external_id": 0, "unlinked": 0,
+                                    "external_id": "agrees with the launch chain on 180 of 180 events"}
     assert set(rank["gpu"]) == {"busy_us", "activity_us", "kernel_count", "kernel_us", "memcpy_us", "memset_us",
                                 "streams"}
     assert set(rank["top_kernels"][0]) == {"name", "short_name", "calls", "total_us", "mean_us", "pct_of_gpu_time"}

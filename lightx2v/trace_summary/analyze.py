@@ -16,16 +16,18 @@ import os
 from collections.abc import Callable
 
 from . import intervals, memory
-from .attribution import launches
+from .attribution import group_keys, launches
 from .collect import SKIP_HEAD, Collected, malformed_field
 from .cpu_ops import cpu_op_stats
 from .devices import devices, rank_and_world, versions
 from .kernels import gpu_work
+from .launch import launch_chain
 from .model import RankSummary, RankTables, SkippedEvents
 from .names import worker_name
 from .optree import op_tree
 from .ratios import percent
 from .reader import TraceStream
+from .series import step_series
 from .steps import IDLE_FLAG_RATIO, idle_total, step_stats
 
 __all__ = ["IDLE_FLAG_RATIO", "SKIP_HEAD", "analyze_trace", "malformed_field", "percent", "summarize_collected"]
@@ -52,9 +54,11 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
     meta = stream.metadata
     gpu = gpu_work(c)
     has_gpu = gpu.totals is not None
-    steps = step_stats(c.cpu_steps, c.gpu_steps, c.span_lo, c.span_hi, gpu.busy if has_gpu else None,
-                       gpu.kernel_starts)
     tree = op_tree(c)
+    chain = launch_chain(c)
+    found = step_stats(c, gpu.busy if has_gpu else None, gpu.is_kernel, chain, tree)
+    steps = found.steps
+    group = group_keys(c, tree, chain)
     cpu_ops, cpu_self_total = cpu_op_stats(c, tree)
     rank, world = rank_and_world(meta, path)
     notes = []
@@ -92,6 +96,8 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
         notes=notes,
         skipped_events=[SkippedEvents(field=field, problem=problem, count=count, example=example, dropped=dropped)
                         for (field, problem, dropped), (count, example) in c.malformed.items()],
-        tables=RankTables(kernels=gpu.kernels, cpu_ops=cpu_ops, launches=launches(c, tree)),
+        tables=RankTables(kernels=gpu.kernels, cpu_ops=cpu_ops, launches=launches(c, group),
+                          series=step_series(c, found, tree, group)),
         memory=memory_section,
+        launch_links=chain.links if has_gpu else None,
     )

@@ -1,50 +1,32 @@
 """Which op launched each kernel: GPU work charged to its launching op, its top-level op and its label.
 
-Rule (checked on the H200 fixture: every kernel and memset carries the ``External id`` of the innermost
-``cpu_op`` around its ``cudaLaunchKernel`` / ``cuLaunchKernelEx`` / ``cudaMemsetAsync``): a GPU event's
-``args["External id"]`` names its launcher. The launcher's top-level op is the outermost op around it on its
+The launching op comes from the launch chain (``launch``: correlation id -> the runtime/driver call -> the
+innermost ``cpu_op`` around that call on its thread). Its top-level op is the outermost op around it on its
 thread (``aten::scaled_dot_product_attention`` for ``aten::_cudnn_attention_forward``), its label the innermost
-``record_function`` label around it on its thread (``attn``). GPU events whose id matches no op of the trace
-(launched before the capture, or a trace without ids) are charged to no op: ``op``, ``label`` and ``launcher``
-are "".
+``record_function`` label around it on its thread (``attn``). GPU events whose launch is not known (launched
+before the capture, or a trace without launch records) are charged to no op: ``op``, ``label`` and
+``launcher`` are "".
 """
 
 from __future__ import annotations
 
-from array import array
-from bisect import bisect_right
+from collections.abc import Callable
 
-from .collect import NO_ID, Collected
+from .collect import Collected
+from .enclosing import NONE, Enclosing
+from .launch import LaunchChain
 from .model import Launch
-from .optree import NONE, OpTree
+from .optree import OpTree
 
 
-def launches(c: Collected, tree: OpTree) -> list[Launch]:
-    """One row per (top-level op, label, launcher, GPU name), most time first."""
-    launcher: dict[int, int] = {x: NONE for x in c.g_ext if x != NO_ID}  # External id -> op index
-    if launcher:
-        for i, x in enumerate(c.op_ext):
-            if x in launcher:
-                launcher[x] = i
-    label_of = _Labels(c)
-    op_name, root = c.op_name, tree.root
-    unset = NONE - 1
-    label_at = array("l", [unset]) * len(op_name) if len(c.lab_ts) else None  # per op, found on first use
+def launches(c: Collected, group: list[tuple[int, int, int]]) -> list[Launch]:
+    """One row per (top-level op, label, launcher, GPU name), most time first; ``group``: ``group_keys``."""
     rows: dict[tuple[int, int, int, int], list[float]] = {}
-    for g, x, d in zip(c.g_name, c.g_ext, c.g_dur, strict=True):
-        i = launcher.get(x, NONE)
-        if i == NONE:
-            key = (NONE, NONE, NONE, g)
-        else:
-            lab = NONE
-            if label_at is not None:
-                lab = label_at[i]
-                if lab == unset:
-                    lab = label_at[i] = label_of(i)
-            key = (op_name[root[i]], lab, op_name[i], g)
-        row = rows.get(key)
+    for g, key, d in zip(c.g_name, group, c.g_dur, strict=True):
+        k = (key[0], key[1], key[2], g)
+        row = rows.get(k)
         if row is None:
-            rows[key] = [1, d]
+            rows[k] = [1, d]
         else:
             row[0] += 1
             row[1] += d
@@ -59,42 +41,30 @@ def launches(c: Collected, tree: OpTree) -> list[Launch]:
     return out
 
 
-class _Labels:
-    """The innermost label around an op: per thread, labels in (start, -duration) order with their parents.
+def group_keys(c: Collected, tree: OpTree, chain: LaunchChain) -> list[tuple[int, int, int]]:
+    """Per GPU event: (top-level op name id, label name id, launching op name id), NONE where not known."""
+    label_of = _label_finder(c)
+    op_name, root = c.op_name, tree.root
+    none = (NONE, NONE, NONE)
+    per_op: dict[int, tuple[int, int, int]] = {NONE: none}  # an op launches many events: look it up once
+    out = []
+    for i in chain.op:
+        key = per_op.get(i)
+        if key is None:
+            key = per_op[i] = (op_name[root[i]], label_of(i) if label_of is not None else NONE, op_name[i])
+        out.append(key)
+    return out
 
-    Labels nest, so the innermost label around an op is on the parent chain of the last label that starts at or
-    before the op (the first one on that chain that also ends at or after the op's end)."""
 
-    def __init__(self, c: Collected) -> None:
-        self.c = c
-        by_thread: dict[int, list[int]] = {}
-        for j, t in enumerate(c.lab_thread):
-            by_thread.setdefault(t, []).append(j)
-        ts, dur = c.lab_ts, c.lab_dur
-        self.threads: dict[int, tuple[list[float], list[int], list[int]]] = {}
-        for t, js in by_thread.items():
-            js.sort(key=lambda j: (ts[j], -dur[j]))
-            parent: list[int] = []
-            stack: list[int] = []  # positions in js
-            for pos, j in enumerate(js):
-                while stack and ts[js[stack[-1]]] + dur[js[stack[-1]]] <= ts[j]:
-                    stack.pop()
-                parent.append(stack[-1] if stack else NONE)
-                stack.append(pos)
-            self.threads[t] = ([ts[j] for j in js], js, parent)
+def _label_finder(c: Collected) -> Callable[[int], int] | None:
+    """op index -> the name id of the innermost label around it (NONE when none); None when no labels."""
+    if not len(c.lab_ts):
+        return None
+    labels = Enclosing(c.lab_thread, c.lab_ts, c.lab_dur)
+    op_thread, op_ts, op_dur, lab_name = c.op_thread, c.op_ts, c.op_dur, c.lab_name
 
-    def __call__(self, op: int) -> int:
-        """The label name id around op ``op``, NONE when none."""
-        c = self.c
-        found = self.threads.get(c.op_thread[op])
-        if found is None:
-            return NONE
-        starts, js, parent = found
-        lo, hi = c.op_ts[op], c.op_ts[op] + c.op_dur[op]
-        pos = bisect_right(starts, lo) - 1
-        while pos != NONE:
-            j = js[pos]
-            if c.lab_ts[j] + c.lab_dur[j] >= hi:
-                return c.lab_name[j]
-            pos = parent[pos]
-        return NONE
+    def label_of(op: int) -> int:
+        j = labels.innermost(op_thread[op], op_ts[op], op_ts[op] + op_dur[op])
+        return lab_name[j] if j != NONE else NONE
+
+    return label_of

@@ -7,8 +7,12 @@ GPU activity (kernel, memcpy, memset); names are stored once. What is collected:
 - CPU ops (``cpu_op``; older ``operator``), in file order: thread, name id, ts, dur, External id.
 - ``record_function`` labels (``user_annotation`` other than ``ProfilerStep#N``; a trace has few): thread,
   name id, ts, dur.
-- GPU activity (``kernel``, ``gpu_memcpy``, ``gpu_memset``; older ``memcpy``/``memset``): start, dur, name id
-  (a memory op's key is ``(kind, name)``), External id (the launching op's), and per memory op name its bytes.
+- GPU activity (``kernel``, ``gpu_memcpy``, ``gpu_memset``; older ``Kernel``/``Memcpy``/``Memset``): start,
+  dur, name id (a memory op's key is ``(kind, name)``), correlation id, External id, and per memory op name its
+  bytes.
+- Runtime and driver calls (``cuda_runtime``, ``cuda_driver``; older ``Runtime``; HIP calls are written under
+  the same categories): thread, name id, ts, dur, correlation id. A GPU event's correlation id names the call
+  that launched it, the first link of the launch chain (``launch``).
 - ``ProfilerStep#N`` spans, CPU and GPU side; the span of all timed events; malformed events by field.
 
 One more question over other events (e.g. ``[memory]`` instants) is one more collector: an object with
@@ -31,12 +35,12 @@ KERNEL_CATS = frozenset({"kernel", "Kernel"})
 MEM_CATS = {"gpu_memcpy": "memcpy", "Memcpy": "memcpy", "memcpy": "memcpy",
             "gpu_memset": "memset", "Memset": "memset", "memset": "memset"}
 # Frequent categories the summary does not use: skipped before any other work.
-SKIP_CATS = frozenset({"python_function", "ac2g", "cuda_runtime", "cuda_driver", "Runtime", "runtime",
-                       "driver", "Trace", "python", "fwdbwd", "overhead", "cuda_profiler_range"})
-# Kineto writes "ph" then "cat" first in every event: these events (Python stack frames, flow arrows, CUDA API
-# calls; over half of a with_stack trace) are recognised from their first bytes and never decoded at all. The
-# launch -> kernel link they would give is also in the kernels' own ``External id``.
-SKIP_HEAD = rb'\s*"ph"\s*:\s*(?:"[fs]"|"X"\s*,\s*"cat"\s*:\s*"(?:python_function|cuda_runtime|cuda_driver)")'
+RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "runtime", "driver"})
+SKIP_CATS = frozenset({"python_function", "ac2g", "Trace", "python", "fwdbwd", "overhead", "cuda_profiler_range"})
+# Kineto writes "ph" then "cat" first in every event: these events (Python stack frames and flow arrows; most of
+# a with_stack trace) are recognised from their first bytes and never decoded at all. A flow arrow links a launch
+# to its GPU event by the correlation id that both events also carry in their args.
+SKIP_HEAD = rb'\s*"ph"\s*:\s*(?:"[fs]"|"X"\s*,\s*"cat"\s*:\s*"python_function")'
 
 NO_ID = -1  # External id of an event without a usable one
 
@@ -68,7 +72,10 @@ class Collected:
         self.lab_ts, self.lab_dur = array("d"), array("d")
         self.gpu_names: dict[Any, int] = {}  # kernel name (str) or (kind, name) of a memory op -> id
         self.g_lo, self.g_dur = array("d"), array("d")  # every GPU activity (start, duration), file order
-        self.g_name, self.g_ext = array("l"), array("q")
+        self.g_name, self.g_ext, self.g_corr = array("l"), array("q"), array("q")
+        self.rt_names: dict[str, int] = {}  # runtime/driver call name -> id
+        self.rt_thread, self.rt_name, self.rt_corr = array("l"), array("l"), array("q")
+        self.rt_ts, self.rt_dur = array("d"), array("d")
         self.mem_bytes: dict[int, int | None] = {}  # memory op name id -> summed bytes (None: some unknown)
         self.streams: set[tuple[Any, Any]] = set()
         self.cpu_steps: dict[str, list[float]] = {}
@@ -94,8 +101,10 @@ class Collected:
         """
         self.events += len(batch)
         skip, cpu_cats, label_cats, kernel_cats, mem_cats = SKIP_CATS, CPU_OP_CATS, LABEL_CATS, KERNEL_CATS, MEM_CATS
+        runtime_cats = RUNTIME_CATS
         names, threads, gpu_names, streams, extra = self.names, self.threads, self.gpu_names, self.streams, self._extra
         g_lo, g_dur, g_name, g_ext = self.g_lo.append, self.g_dur.append, self.g_name.append, self.g_ext.append
+        g_corr = self.g_corr.append
         op_thread, op_name, op_ts, op_dur = (self.op_thread.append, self.op_name.append, self.op_ts.append,
                                              self.op_dur.append)
         op_ext = self.op_ext.append
@@ -123,6 +132,9 @@ class Collected:
                 reject(ev)
                 continue
             end = ts + dur
+            if cat in runtime_cats:
+                self._runtime(name, ts, dur, ev)
+                continue  # host calls inside the ops: they do not widen the trace's span
             if cat in cpu_cats and not name.startswith(STEP_PREFIX):
                 key = (ev.get("pid"), ev.get("tid"))
                 try:
@@ -152,10 +164,15 @@ class Collected:
                 g = gpu_names.get(name)
                 if g is None:
                     g = gpu_names[name] = len(gpu_names)
+                args = ev.get("args")
                 try:
-                    g_ext(ev["args"]["External id"])
+                    g_ext(args["External id"])  # type: ignore[index]
                 except (KeyError, TypeError, OverflowError):
                     g_ext(NO_ID)
+                try:
+                    g_corr(args["correlation"])  # type: ignore[index]
+                except (KeyError, TypeError, OverflowError):
+                    g_corr(NO_ID)
                 g_name(g)
                 g_lo(ts)
                 g_dur(dur)
@@ -166,10 +183,15 @@ class Collected:
                     reject(ev)
                     continue
                 g_name(self._mem_op(mem_cats[cat], name, ev))
+                args = ev.get("args")
                 try:
-                    g_ext(ev["args"]["External id"])
+                    g_ext(args["External id"])  # type: ignore[index]
                 except (KeyError, TypeError, OverflowError):
                     g_ext(NO_ID)
+                try:
+                    g_corr(args["correlation"])  # type: ignore[index]
+                except (KeyError, TypeError, OverflowError):
+                    g_corr(NO_ID)
                 g_lo(ts)
                 g_dur(dur)
             elif name.startswith(STEP_PREFIX):
@@ -203,6 +225,28 @@ class Collected:
             self.malformed[(field, problem, dropped)] = [1, name if isinstance(name, str) else ""]
         else:
             entry[0] += 1
+
+    def _runtime(self, name: str, ts: float, dur: float, ev: dict[str, Any]) -> None:
+        """Keep a runtime/driver call: its thread, name, time and correlation id (the launch chain's first link)."""
+        key = (ev.get("pid"), ev.get("tid"))
+        try:
+            t = self.threads.get(key)
+        except TypeError:
+            self._reject(ev)
+            return
+        if t is None:
+            t = self.threads[key] = len(self.threads)
+        n = self.rt_names.get(name)
+        if n is None:
+            n = self.rt_names[name] = len(self.rt_names)
+        try:
+            self.rt_corr.append(ev["args"]["correlation"])
+        except (KeyError, TypeError, OverflowError):
+            self.rt_corr.append(NO_ID)
+        self.rt_thread.append(t)
+        self.rt_name.append(n)
+        self.rt_ts.append(ts)
+        self.rt_dur.append(dur)
 
     def _label(self, name: str, ts: float, dur: float, ev: dict[str, Any]) -> bool:
         """Keep a record_function label (off the hot path); False when its pid/tid is unusable (rejected)."""

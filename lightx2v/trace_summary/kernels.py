@@ -31,6 +31,7 @@ class GpuWork:
     busy: Intervals  # union of all GPU activity
     comm: Intervals  # union of communication kernels
     kernel_starts: list[float]  # sorted
+    is_kernel: list[bool]  # per GPU name id: a kernel (not a memcpy/memset)
 
 
 def gpu_work(c: Collected) -> GpuWork:
@@ -67,4 +68,4 @@ def gpu_work(c: Collected) -> GpuWork:
             streams=len(c.streams),
         )
     return GpuWork(kernels=kernels, memory_ops=memory_ops, totals=totals, busy=busy, comm=comm,
-                   kernel_starts=starts)
+                   kernel_starts=starts, is_kernel=is_kernel)

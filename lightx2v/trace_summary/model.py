@@ -22,6 +22,28 @@ class Device:
 
 
 @dataclass
+class SyncWait:
+    """GPU idle time spent while the host sat in one synchronizing call (by its op and the call's name)."""
+
+    op: str  # the top-level op around the call ("aten::item"), "" when the call ran outside any op
+    call: str  # "cudaStreamSynchronize", "cudaDeviceSynchronize", a blocking "cudaMemcpy", ...
+    idle_us: float
+    gaps: int
+
+
+@dataclass
+class IdleCauses:
+    """A window's GPU idle time split by cause (steps.classify_gap); the four add up to the idle time."""
+
+    host_wait_us: float  # the next GPU event was launched only after the GPU went idle, no sync involved
+    sync_us: float  # ... because the host sat in a synchronizing call (cudaStreamSynchronize, .item(), ...)
+    short_gaps_us: float  # gaps < SHORT_GAP_US between GPU events that were already queued: launch-bound
+    other_us: float  # longer gaps between queued events (waits on events, other streams), or launch unknown
+    dominant: str  # "host wait", "sync", "short gaps", "other" or "" without idle time
+    syncs: list[SyncWait] = field(default_factory=list)  # most idle time first
+
+
+@dataclass
 class IdleStats:
     """GPU idle time inside a window (a step): everything not covered by kernel/memcpy/memset intervals."""
 
@@ -33,6 +55,7 @@ class IdleStats:
     largest_gap_step: str  # the step holding the largest gap
     gaps_over_10us: int
     flagged: bool  # ratio >= IDLE_FLAG_RATIO
+    causes: Optional[IdleCauses] = None
 
 
 @dataclass
@@ -40,12 +63,14 @@ class StepStats:
     name: str  # "ProfilerStep#4", or "(whole trace)" when the trace has no step annotations
     number: Optional[int]
     start_us: float  # trace timestamp of the step start
-    wall_us: float  # from the CPU step start to the later of the CPU step end and its GPU work end
+    wall_us: float  # the step's window: its CPU span, extended over the GPU tail up to the next step's start
     cpu_us: float  # the CPU-side ProfilerStep span alone
-    gpu_busy_us: Optional[float]
+    gpu_busy_us: Optional[float]  # GPU busy (any work) inside the window
     gpu_busy_pct: Optional[float]
-    kernel_count: Optional[int]
+    kernel_count: Optional[int]  # kernels launched in the step (their launch inside its CPU span)
     idle: Optional[IdleStats]
+    gpu_launched_us: Optional[float] = None  # summed time of the GPU work (kernels, copies, sets) launched in it
+    gpu_lag_us: Optional[float] = None  # how long after the CPU step ended its last GPU work finished (>= 0)
 
 
 @dataclass
@@ -129,6 +154,29 @@ class Launch:
 
 
 @dataclass
+class LaunchLinks:
+    """How the trace's GPU events were linked to the ops that launched them (launch.launch_chain)."""
+
+    gpu_events: int  # kernels, memcpys and memsets
+    with_launch_record: int  # whose runtime/driver call (same correlation id) is in the trace
+    by_launch_chain: int  # linked through that call to the op enclosing it on its thread
+    by_external_id: int  # without a launch record, linked by an External id that agrees with the chain
+    unlinked: int  # no launching op known
+    external_id: str  # what the trace's External id was found to be, e.g. "agrees with the launch chain on ..."
+
+
+@dataclass
+class StepSeries:
+    """Per-step values of one rank (``steps[i]`` is the i-th step), kept for telling change from noise."""
+
+    steps: list[str]
+    wall_us: list[float]
+    kernel_us: dict[str, list[float]]  # kernel name -> its time launched in each step
+    cpu_self_us: dict[str, list[float]]  # CPU op name -> its self time in each step (by the op's start)
+    group_us: dict[tuple[str, str], list[float]]  # (label, top-level op) -> GPU time launched in each step
+
+
+@dataclass
 class RankTables:
     """Every kernel, CPU op and launch of a trace (``top_*`` are their first rows): what ``--diff`` compares.
 
@@ -137,6 +185,7 @@ class RankTables:
     kernels: list[KernelStat]  # all kernels, most time first
     cpu_ops: list[CpuOpStat]  # all CPU ops, most self time first
     launches: list[Launch]  # most time first
+    series: Optional[StepSeries] = None
 
 
 @dataclass
@@ -263,6 +312,7 @@ class RankSummary:
     skipped_events: list[SkippedEvents] = field(default_factory=list)  # malformed events left out, by field
     tables: Optional[RankTables] = field(default=None, repr=False)  # everything, for --diff; not in --json
     memory: Optional[MemorySummary] = None  # profile_memory events and/or a memory snapshot; None without either
+    launch_links: Optional[LaunchLinks] = None  # None without GPU activity
 
 
 @dataclass

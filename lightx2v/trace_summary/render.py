@@ -12,7 +12,7 @@ from .model import IdleStats, MemorySummary, RankSummary, RunSummary, SkippedEve
 from .names import cut as _cut
 from .ranks import LOCKSTEP_SPREAD
 from .ratios import percent
-from .steps import IDLE_FLAG_RATIO
+from .steps import HOST_WAIT, IDLE_FLAG_RATIO, OTHER, SHORT_GAPS, SYNC, idle_advice
 
 NAME_WIDTH = 72
 MAX_STEP_ROWS = 12
@@ -78,19 +78,20 @@ def render_rank(r: RankSummary) -> str:
 
     if r.steps:
         lines += ["", f"  {'step':<20} {'wall ms':>10} {'GPU busy ms':>12} {'busy %':>7} {'kernels':>8} "
-                      f"{'idle %':>7} {'largest gap ms':>15}"]
+                      f"{'idle %':>7} {'largest gap ms':>15} {'GPU lag ms':>11}"]
     lines += _step_rows(r.steps, lambda s: _step_row(
         s.name, s.wall_us, s.gpu_busy_us, s.gpu_busy_pct, s.kernel_count, s.idle.ratio if s.idle else None,
-        s.idle.largest_gap_us if s.idle else None))
+        s.idle.largest_gap_us if s.idle else None, s.gpu_lag_us))
     if len(r.steps) > 1:
         n = len(r.steps)
         wall = sum(s.wall_us for s in r.steps) / n
         gpu = r.gpu is not None
         busy = sum(s.gpu_busy_us or 0.0 for s in r.steps) / n if gpu else None
         kernels = round(sum(s.kernel_count or 0 for s in r.steps) / n) if gpu else None
+        lags = [s.gpu_lag_us for s in r.steps if s.gpu_lag_us is not None]
         slowest = max(r.steps, key=lambda s: s.wall_us)
         lines.append(_step_row(f"mean of {n}", wall, busy, percent(busy, wall) if busy is not None else None, kernels,
-                               r.idle.ratio if r.idle else None, None))
+                               r.idle.ratio if r.idle else None, None, sum(lags) / len(lags) if lags else None))
         lines.append(f"  slowest step: {slowest.name} ({_ms(slowest.wall_us)} ms)")
     if r.idle is not None:
         lines += ["", _idle_line(r.idle)]
@@ -215,9 +216,9 @@ def skipped_line(s: SkippedEvents) -> str:
 
 
 def _step_row(name: str, wall: float, busy: float | None, busy_pct: float | None, kernels: int | None,
-              idle_ratio: float | None, largest_gap: float | None) -> str:
+              idle_ratio: float | None, largest_gap: float | None, lag: float | None) -> str:
     return (f"  {_cut(name, 20):<20} {_ms(wall):>10} {_ms(busy):>12} {_p(busy_pct):>7} {_opt(kernels):>8} "
-            f"{_p(idle_ratio * 100 if idle_ratio is not None else None):>7} {_ms(largest_gap):>15}")
+            f"{_p(idle_ratio * 100 if idle_ratio is not None else None):>7} {_ms(largest_gap):>15} {_ms(lag):>11}")
 
 
 def _step_names(steps: Sequence[StepStats]) -> str:
@@ -235,11 +236,19 @@ def _idle_line(idle: IdleStats) -> str:
              f"{verdict}",
              f"  largest gap {_ms(idle.largest_gap_us)} ms at +{_ms(idle.largest_gap_at_us)} ms into "
              f"{idle.largest_gap_step}; {idle.gaps_over_10us} gaps >= 10 us"]
+    causes = idle.causes
+    if causes is not None and idle.idle_us > 0:
+        parts = [(HOST_WAIT, causes.host_wait_us), (SYNC, causes.sync_us), (SHORT_GAPS, causes.short_gaps_us),
+                 (OTHER, causes.other_us)]
+        lines.append("  by cause: " + ", ".join(f"{name} {_ms(us)} ms ({100 * us / idle.idle_us:.0f}%)"
+                                                 for name, us in parts if us > 0))
+        for w in causes.syncs[:3]:
+            lines.append(f"    sync  {_ms(w.idle_us)} ms in {w.gaps} gap{'s' if w.gaps != 1 else ''}: "
+                         f"{w.op + ' -> ' if w.op else ''}{w.call}")
     if idle.flagged:
-        if idle.largest_gap_us >= idle.idle_us / 2:
-            lines.append("  mostly one long stall: look for a host sync, data loading or CPU work at that offset")
-        else:
-            lines.append("  many short gaps: launch-bound (small kernels); CUDA graphs or torch.compile may help")
+        advice = idle_advice(idle)
+        if advice:
+            lines.append(f"  {advice}")
     return "\n".join(lines)
 
 

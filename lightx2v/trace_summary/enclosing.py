@@ -1,0 +1,54 @@
+"""The innermost interval around a time range on one thread: which op (or label) encloses a runtime call.
+
+    ops = Enclosing(c.op_thread, c.op_ts, c.op_dur)
+    ops.innermost(thread, call_ts, call_ts + call_dur)   # index of the innermost op around the call, or NONE
+
+Intervals on one thread nest (kineto writes a thread's ops and labels as a stack), so after sorting a thread's
+intervals by (start, -duration) each one's parent is the nearest earlier interval still open at its start. The
+innermost interval around [lo, hi] is then on the parent chain of the last interval starting at or before lo:
+the first one on that chain that also ends at or after hi. One bisect and a short walk per query.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+
+NONE = -1
+
+
+class Enclosing:
+    """Per thread: the intervals' starts in (start, -duration) order, their indices and their parents."""
+
+    def __init__(self, thread: Sequence[int], ts: Sequence[float], dur: Sequence[float]) -> None:
+        self.ts, self.dur = ts, dur
+        by_thread: dict[int, list[int]] = {}
+        for i, t in enumerate(thread):
+            by_thread.setdefault(t, []).append(i)
+        self.threads: dict[int, tuple[list[float], list[int], list[int]]] = {}
+        for t, idx in by_thread.items():
+            idx.sort(key=lambda i: (ts[i], -dur[i]))
+            parent: list[int] = []
+            stack: list[int] = []  # positions in idx of the intervals still open
+            for pos, i in enumerate(idx):
+                start = ts[i]
+                while stack and ts[idx[stack[-1]]] + dur[idx[stack[-1]]] <= start:
+                    stack.pop()
+                parent.append(stack[-1] if stack else NONE)
+                stack.append(pos)
+            self.threads[t] = ([ts[i] for i in idx], idx, parent)
+
+    def innermost(self, thread: int, lo: float, hi: float) -> int:
+        """The index of the innermost interval on ``thread`` with start <= lo and end >= hi; NONE when none."""
+        found = self.threads.get(thread)
+        if found is None:
+            return NONE
+        starts, idx, parent = found
+        ts, dur = self.ts, self.dur
+        pos = bisect_right(starts, lo) - 1
+        while pos != NONE:
+            i = idx[pos]
+            if ts[i] + dur[i] >= hi:
+                return i
+            pos = parent[pos]
+        return NONE

@@ -1,0 +1,107 @@
+"""The launch chain: which host call launched each GPU event, and which ops enclosed that call.
+
+    chain = launch_chain(c)
+    chain.op[g]         # the innermost cpu_op around the launch of GPU event g (NONE: not known)
+    chain.launch_ts[g]  # when the host launched it (the runtime/driver call's start; NaN: not known)
+
+Rule, the one HTA and TensorBoard follow, checked on every kineto schema of HTA's test traces (2023-2026): a
+kernel, memcpy or memset carries ``args.correlation``; the runtime or driver call (``cudaLaunchKernel``,
+``cuLaunchKernelEx``, ``cudaMemcpyAsync``, ``hipLaunchKernel``, ...) with the same correlation id launched it;
+the ops enclosing that call on its thread are its launching op (the innermost) and its top-level op (the
+outermost). The call's start is the event's launch time: it puts the event in the step whose CPU window holds
+the launch, however late the GPU runs.
+
+``External id`` is used only where it agrees with that chain: newer kineto writes the launching op's id there,
+older kineto the correlation id (so matching it against op ids finds nothing, or the wrong op). A GPU event
+without a launch record (its call fell outside the capture) is linked by its ``External id`` only when, on the
+events that have both, the two links agree (AGREE_SHARE), or, in a trace without any launch record, when the
+field does not simply repeat the correlation id.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from dataclasses import dataclass
+
+from .collect import NO_ID, Collected
+from .enclosing import NONE, Enclosing
+from .model import LaunchLinks
+
+AGREE_SHARE = 0.99  # External id is trusted for events without a launch record when it agrees this often
+
+
+@dataclass
+class LaunchChain:
+    op: array  # per GPU event (file order): index of its launching op, NONE when not known
+    launch_ts: array  # per GPU event: host time of its launch, NaN when not known
+    call: array  # per GPU event: index of its runtime/driver call, NONE when the trace has none for it
+    links: LaunchLinks  # how many events each rule linked (the summary's ``launch_links``)
+    ops: Enclosing  # the CPU ops' nesting index, for callers that look up more host times
+
+
+def launch_chain(c: Collected) -> LaunchChain:
+    n = len(c.g_lo)
+    call_of: dict[int, int] = {}
+    for i, corr in enumerate(c.rt_corr):
+        if corr != NO_ID:
+            call_of[corr] = i
+    ops = Enclosing(c.op_thread, c.op_ts, c.op_dur)
+    op = array("l", [NONE]) * n
+    call = array("l", [NONE]) * n
+    launch_ts = array("d", [math.nan]) * n
+    rt_thread, rt_ts, rt_dur = c.rt_thread, c.rt_ts, c.rt_dur
+    innermost = ops.innermost
+    with_record = by_chain = 0
+    for g, corr in enumerate(c.g_corr):
+        i = call_of.get(corr, NONE) if corr != NO_ID else NONE
+        if i == NONE:
+            continue
+        with_record += 1
+        call[g] = i
+        lo = rt_ts[i]
+        launch_ts[g] = lo
+        o = innermost(rt_thread[i], lo, lo + rt_dur[i])
+        if o != NONE:
+            op[g] = o
+            by_chain += 1
+
+    op_of_ext: dict[int, int] = {}
+    if any(x != NO_ID for x in c.g_ext):
+        for i, x in enumerate(c.op_ext):
+            if x != NO_ID:
+                op_of_ext[x] = i
+    checked = agree = repeats_corr = has_ext = 0
+    for g, x in enumerate(c.g_ext):
+        if x == NO_ID:
+            continue
+        has_ext += 1
+        if x == c.g_corr[g]:
+            repeats_corr += 1
+        if op[g] != NONE:
+            checked += 1
+            if op_of_ext.get(x, NONE) == op[g]:
+                agree += 1
+    if checked:
+        trusted = agree >= AGREE_SHARE * checked
+        rule = (f"agrees with the launch chain on {agree:,} of {checked:,} events" +
+                ("" if trusted else ": not used"))
+    elif has_ext:
+        trusted = repeats_corr < has_ext / 2
+        rule = "no launch records to check it against" + ("" if trusted else "; it repeats the correlation id: "
+                                                                                "not used")
+    else:
+        trusted, rule = False, "not recorded"
+    by_ext = 0
+    if trusted:
+        op_ts = c.op_ts
+        for g, x in enumerate(c.g_ext):
+            if call[g] == NONE and x != NO_ID:
+                o = op_of_ext.get(x, NONE)
+                if o != NONE:
+                    op[g] = o
+                    launch_ts[g] = op_ts[o]
+                    by_ext += 1
+    links = LaunchLinks(gpu_events=n, with_launch_record=with_record, by_launch_chain=by_chain,
+                        by_external_id=by_ext, unlinked=n - by_chain - by_ext, external_id=rule)
+    return LaunchChain(op=op, launch_ts=launch_ts, call=call, links=links, ops=ops)

@@ -1,0 +1,62 @@
+"""Per-step values of one rank: the step wall, each kernel's, each op group's and each CPU op's time per step.
+
+``--diff`` tells a change from noise with them (``noise``): one capture's steps are repeated measurements of
+the same code. A GPU event counts in the step that launched it (``steps``), a CPU op in the step whose CPU span
+holds its start; self time is the op's duration minus its direct child ops' (``optree``).
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_right
+
+from .collect import Collected
+from .enclosing import NONE
+from .model import StepSeries
+from .optree import OpTree
+from .steps import Steps
+
+
+def step_series(c: Collected, steps: Steps, tree: OpTree, group: list[tuple[int, int, int]]) -> StepSeries:
+    count = len(steps.steps)
+    zeros = array("d", bytes(8 * count))
+    gpu_keys, names, labels = list(c.gpu_names), list(c.names), list(c.label_names)
+    kernel: dict[int, array] = {}
+    groups: dict[tuple[int, int], array] = {}
+    for g, k in enumerate(steps.of_gpu):
+        if k == NONE:
+            continue
+        d = c.g_dur[g]
+        name = c.g_name[g]
+        if gpu_keys[name].__class__ is str:
+            row = kernel.get(name)
+            if row is None:
+                row = kernel[name] = array("d", zeros)
+            row[k] += d
+        op, lab, _ = group[g]
+        grow = groups.get((lab, op))
+        if grow is None:
+            grow = groups[(lab, op)] = array("d", zeros)
+        grow[k] += d
+    cpu: dict[int, array] = {}
+    starts = [lo for lo, _ in steps.cpu_spans]
+    ends = [hi for _, hi in steps.cpu_spans]
+    child = tree.child_us
+    for i, (n_id, ts, dur) in enumerate(zip(c.op_name, c.op_ts, c.op_dur, strict=True)):
+        k = bisect_right(starts, ts) - 1
+        if k < 0 or ts > ends[k]:
+            continue
+        row = cpu.get(n_id)
+        if row is None:
+            row = cpu[n_id] = array("d", zeros)
+        self_us = dur - child[i]
+        if self_us > 0.0:
+            row[k] += self_us
+    return StepSeries(
+        steps=[s.name for s in steps.steps],
+        wall_us=[s.wall_us for s in steps.steps],
+        kernel_us={gpu_keys[g]: list(row) for g, row in kernel.items()},
+        cpu_self_us={names[n]: list(row) for n, row in cpu.items()},
+        group_us={(labels[lab] if lab != NONE else "", names[op] if op != NONE else ""): list(row)
+                  for (lab, op), row in groups.items()},
+    )

@@ -21,9 +21,12 @@ held. Definitions (also in docs/trace_summary.md, "Compare two captures"):
   ``_flash_attention_forward``) match through it.
 - Several ranks: rank N is compared with rank N (files in order when ranks are not recorded); the run's step
   time is its slowest rank's mean step wall.
+- Change or noise (``noise``): the step wall, each op group, kernel and CPU op is judged on its per-step values;
+  the verdict names only changes beyond noise, and says "no change beyond noise (±x%)" when there is none, or
+  that it cannot tell when a side has a single step. A delta that rounds to zero in the report is "same".
 
-Thresholds in one place: CHANGED_PCT (below it the verdict says "about as fast"), SAME_REL (equal figures),
-VERDICT_GROUPS (op groups the verdict names).
+Thresholds in one place: CHANGED_PCT (below it an untested step change reads "about as fast"), SAME_US (a delta
+that prints as 0.000 ms), VERDICT_GROUPS (op groups the verdict names); the noise rule's are in ``noise``.
 """
 
 from __future__ import annotations
@@ -32,13 +35,17 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .model import RankSummary, RankTables, RunSummary, Straggler, _rounded
+from .model import RankSummary, RankTables, RunSummary, StepSeries, Straggler, _rounded
+from .noise import NOISE, REAL, UNTESTED, Noise, judge
 from .ratios import percent
 
 DIFF_SCHEMA = "lightx2v.trace_summary.diff/1"
 
-CHANGED_PCT = 0.5  # a per-step wall-time change smaller than this reads as "about the same"
-SAME_REL = 1e-9  # figures this close (relative) are equal: summation order over duplicated steps, divided back
+CHANGED_PCT = 0.5  # a per-step wall-time change smaller than this reads as "about the same" (one step a side)
+SAME_US = 0.0005 * 1000  # a time delta below half the report's last digit (0.001 ms) prints as 0.000: "same"
+SAME_CALLS = 0.005  # calls per step print with two decimals at most
+MORE_STEPS = ("one step a side: noise cannot be told from change; capture more (active=5 in the profiler "
+              "config; the embedded inference: --profile_active 5)")
 VERDICT_GROUPS = 2  # op groups (CPU ops, without GPU work) named in the verdict line, largest |delta| first
 
 # Status words of KernelChange / CpuOpChange / OpChange rows.
@@ -66,6 +73,7 @@ class KernelChange:
     calls_per_step: Delta
     time_per_step_us: Delta
     ops: list[str] = field(default_factory=list)  # "label / op" or "op" of the groups launching it (either side)
+    noise: Optional[Noise] = None  # its per-step time judged (noise.judge)
 
 
 @dataclass
@@ -77,6 +85,7 @@ class CpuOpChange:
     calls_per_step: Delta
     self_per_step_us: Delta
     total_per_step_us: Delta
+    noise: Optional[Noise] = None  # its per-step self time judged
 
 
 @dataclass
@@ -102,6 +111,7 @@ class OpKernels:
     kernels_added: list[str]  # kernel names launched only in NEW
     launchers_base: list[str]  # the ops that launched its kernels in BASE (inner ops: the lowering)
     launchers_new: list[str]
+    noise: Optional[Noise] = None  # its per-step GPU time judged
 
 
 @dataclass
@@ -126,6 +136,7 @@ class RankDiff:
     memory: list[MemoryChange]
     ops: list[OpKernels]  # op groups, sorted by |delta GPU time per step|
     verdict: str
+    step_noise: Optional[Noise] = None  # the step wall's per-step values judged
 
 
 @dataclass
@@ -149,6 +160,7 @@ class RunDiff:
     unmatched_base: list[str] = field(default_factory=list)  # ranks of BASE without a partner in NEW
     unmatched_new: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. "rank counts differ: BASE 2, NEW 1"
+    step_noise: Optional[Noise] = None  # the slowest ranks' per-step walls judged
 
 
 def compare_runs(base: RunSummary, new: RunSummary) -> RunDiff:
@@ -168,10 +180,12 @@ def compare_runs(base: RunSummary, new: RunSummary) -> RunDiff:
     b_info, n_info = _side(base), _side(new)
     step = _delta(b_info.step_wall_us, n_info.step_wall_us)
     if len(rank_diffs) == 1 and len(base.ranks) == len(new.ranks) == 1:
-        verdict = rank_diffs[0].verdict
+        verdict, step_noise = rank_diffs[0].verdict, rank_diffs[0].step_noise
     else:
-        verdict = _verdict(step, _mean_group_deltas(rank_diffs), "per step of the slowest rank")
-    return RunDiff(base=b_info, new=n_info, verdict=verdict, step_wall_us=step, ranks=rank_diffs,
+        step_noise = judge(_walls(_slowest(base.ranks)), _walls(_slowest(new.ranks)))
+        verdict = _verdict(step, step_noise, _mean_group_deltas(rank_diffs), "per step of the slowest rank")
+    return RunDiff(base=b_info, new=n_info, verdict=verdict, step_wall_us=step, step_noise=step_noise,
+                   ranks=rank_diffs,
                    unmatched_base=[_who(r) for r in lone_base], unmatched_new=[_who(r) for r in lone_new],
                    notes=notes)
 
@@ -182,6 +196,7 @@ def compare_ranks(base: RankSummary, new: RankSummary) -> RankDiff:
     kernels = _kernel_changes(base, new, nb, nn)
     ops = _op_changes(base, new, nb, nn)
     step = _delta(_mean(s.wall_us for s in base.steps), _mean(s.wall_us for s in new.steps))
+    step_noise = judge(_walls(base), _walls(new))
     diff = RankDiff(
         rank=new.rank if new.rank is not None else base.rank,
         base_worker=base.worker, new_worker=new.worker, base_file=base.file, new_file=new.file,
@@ -199,17 +214,18 @@ def compare_ranks(base: RankSummary, new: RankSummary) -> RankDiff:
         memory=_memory_changes(base, new, nb, nn),
         ops=ops,
         verdict="",
+        step_noise=step_noise,
     )
-    diff.verdict = _verdict(step, _verdict_deltas(diff), "per step")
+    diff.verdict = _verdict(step, step_noise, _verdict_deltas(diff), "per step")
     return diff
 
 
-def _verdict_deltas(r: RankDiff) -> list[tuple[str, float]]:
+def _verdict_deltas(r: RankDiff) -> list[tuple[str, float, Optional[Noise]]]:
     """What the verdict names: the op groups' GPU time per step, or on a capture without GPU work (a CPU run)
-    the CPU ops' self time per step."""
+    the CPU ops' self time per step; each with its noise verdict."""
     if r.ops:
-        return [(group_name(o), o.gpu_time_per_step_us.delta or 0.0) for o in r.ops]
-    return [(c.name, c.self_per_step_us.delta or 0.0) for c in r.cpu_ops]
+        return [(group_name(o), o.gpu_time_per_step_us.delta or 0.0, o.noise) for o in r.ops]
+    return [(c.name, c.self_per_step_us.delta or 0.0, c.noise) for c in r.cpu_ops]
 
 
 def group_name(op: OpKernels) -> str:
@@ -251,9 +267,31 @@ def _delta(base: float | None, new: float | None) -> Delta:
     return Delta(base=base, new=new, delta=delta, delta_pct=percent(delta, base))
 
 
-def _close(a: float, b: float) -> bool:
-    """Equal up to float summation order (a figure summed over duplicated steps, divided back)."""
-    return abs(a - b) <= SAME_REL * max(abs(a), abs(b), 1.0)
+def _same(calls: Delta, time: Delta) -> bool:
+    """Equal as the report prints them: a time delta that rounds to 0.000 ms and the same calls per step."""
+    return abs((calls.new or 0.0) - (calls.base or 0.0)) < SAME_CALLS and \
+        abs((time.new or 0.0) - (time.base or 0.0)) < SAME_US
+
+
+def _series(r: RankSummary) -> StepSeries | None:
+    return r.tables.series if r.tables is not None else None
+
+
+def _walls(r: RankSummary) -> list[float]:
+    return [s.wall_us for s in r.steps]
+
+
+def _slowest(ranks: list[RankSummary]) -> RankSummary:
+    return max(ranks, key=lambda r: _mean(_walls(r)))
+
+
+def _judge_rows(base: RankSummary, new: RankSummary, pick: Any, key: Any) -> Noise:
+    """The noise verdict on one row's per-step values (``pick(series)``: its dict; zeros on a side without)."""
+    sb, sn = _series(base), _series(new)
+    if sb is None or sn is None:
+        return judge([], [])
+    vb, vn = pick(sb).get(key), pick(sn).get(key)
+    return judge(vb if vb is not None else [0.0] * len(sb.steps), vn if vn is not None else [0.0] * len(sn.steps))
 
 
 def _status(in_base: bool, in_new: bool, same: bool) -> str:
@@ -289,11 +327,11 @@ def _kernel_changes(base: RankSummary, new: RankSummary, nb: int, nn: int) -> li
         kb, kn = b.get(name), n.get(name)
         calls = _delta(kb.calls / nb if kb else 0.0, kn.calls / nn if kn else 0.0)
         time = _delta(kb.total_us / nb if kb else 0.0, kn.total_us / nn if kn else 0.0)
-        same = _close(calls.base or 0.0, calls.new or 0.0) and _close(time.base or 0.0, time.new or 0.0)
         ops = sorted(groups.get(name, {}).items(), key=lambda item: -item[1])
         out.append(KernelChange(name=name, short_name=(kb or kn).short_name,  # type: ignore[union-attr]
-                                status=_status(kb is not None, kn is not None, same), calls_per_step=calls,
-                                time_per_step_us=time, ops=[path for path, _ in ops]))
+                                status=_status(kb is not None, kn is not None, _same(calls, time)),
+                                calls_per_step=calls, time_per_step_us=time, ops=[path for path, _ in ops],
+                                noise=_judge_rows(base, new, lambda s: s.kernel_us, name)))
     out.sort(key=lambda k: _by_abs_delta(k.time_per_step_us))
     return out
 
@@ -307,9 +345,10 @@ def _cpu_op_changes(base: RankSummary, new: RankSummary, nb: int, nn: int) -> li
         calls = _delta(ob.calls / nb if ob else 0.0, on.calls / nn if on else 0.0)
         self_us = _delta(ob.self_us / nb if ob else 0.0, on.self_us / nn if on else 0.0)
         total = _delta(ob.total_us / nb if ob else 0.0, on.total_us / nn if on else 0.0)
-        same = all(_close(d.base or 0.0, d.new or 0.0) for d in (calls, self_us, total))
+        same = _same(calls, self_us) and _same(calls, total)
         out.append(CpuOpChange(name=name, status=_status(ob is not None, on is not None, same),
-                               calls_per_step=calls, self_per_step_us=self_us, total_per_step_us=total))
+                               calls_per_step=calls, self_per_step_us=self_us, total_per_step_us=total,
+                               noise=_judge_rows(base, new, lambda s: s.cpu_self_us, name)))
     out.sort(key=lambda o: _by_abs_delta(o.self_per_step_us))
     return out
 
@@ -369,14 +408,14 @@ def _op_changes(base: RankSummary, new: RankSummary, nb: int, nn: int) -> list[O
         elif kb != kn:
             status = KERNELS_CHANGED
         else:
-            status = SAME if _close(calls.base or 0.0, calls.new or 0.0) and _close(time.base or 0.0,
-                                                                                      time.new or 0.0) else CHANGED
+            status = SAME if _same(calls, time) else CHANGED
         out.append(OpKernels(
             op=key[1], label=key[0], status=status, kernel_calls_per_step=calls, gpu_time_per_step_us=time,
             kernels_removed=_by_time(gb.kernels, kb - kn) if gb else [],
             kernels_added=_by_time(gn.kernels, kn - kb) if gn else [],
             launchers_base=_by_time(gb.launchers, set(gb.launchers)) if gb else [],
-            launchers_new=_by_time(gn.launchers, set(gn.launchers)) if gn else []))
+            launchers_new=_by_time(gn.launchers, set(gn.launchers)) if gn else [],
+            noise=_judge_rows(base, new, lambda s: s.group_us, key)))
     out.sort(key=lambda o: _by_abs_delta(o.gpu_time_per_step_us))
     return out
 
@@ -385,31 +424,46 @@ def _by_time(times: dict[str, float], names: set[str]) -> list[str]:
     return sorted(names, key=lambda name: (-times[name], name))
 
 
-def _verdict(step: Delta, groups: list[tuple[str, float]], per: str) -> str:
-    """``NEW is 18.3% faster per step (-4.1 ms); attn -3.6 ms, aten::linear -0.4 ms``."""
+def _verdict(step: Delta, noise: Noise, groups: list[tuple[str, float, Optional[Noise]]], per: str) -> str:
+    """``NEW is 18.3% slower per step (+4.1 ms, beyond noise ±0.8%); attn +3.6 ms``, or ``no change beyond
+    noise``; with one step a side the untested change and how to capture more steps."""
     delta, pct = step.delta or 0.0, step.delta_pct or 0.0  # delta_pct is None only when a side has no step time
+    tested = noise.verdict != UNTESTED
+    spread = f"±{noise.noise_pct:.1f}%" if noise.noise_pct is not None else "±0%"
     if (step.base or 0.0) <= 0:
         head = f"NEW takes {signed_ms(delta)} ms {per} (BASE has no step time)"
+    elif noise.verdict == NOISE:
+        head = f"no change beyond noise ({spread}) {per}: NEW {pct:+.1f}% ({signed_ms(delta)} ms)"
+    elif tested:
+        head = (f"NEW is {abs(pct):.1f}% {'faster' if delta < 0 else 'slower'} {per} ({signed_ms(delta)} ms, "
+                f"beyond noise {spread})")
     elif abs(pct) < CHANGED_PCT:
         head = f"NEW is about as fast {per} ({signed_ms(delta)} ms, {pct:+.1f}%)"
     else:
         head = f"NEW is {abs(pct):.1f}% {'faster' if delta < 0 else 'slower'} {per} ({signed_ms(delta)} ms)"
-    by_name: dict[str, float] = {}  # groups of one label (several top-level ops) are named once
-    for name, d in groups:
-        by_name[name] = by_name.get(name, 0.0) + d
-    named = [(name, d) for name, d in sorted(by_name.items(), key=lambda g: -abs(g[1])) if not _close(d, 0.0)]
-    if not named:
-        return head
-    return head + "; " + ", ".join(f"{name} {signed_ms(d)} ms" for name, d in named[:VERDICT_GROUPS])
+    by_name: dict[str, list[float]] = {}  # groups of one label (several top-level ops) are named once
+    for name, d, row_noise in groups:
+        entry = by_name.setdefault(name, [0.0, 0.0, 0.0])
+        entry[0] += d
+        entry[1] += 1
+        entry[2] += row_noise is not None and row_noise.verdict == REAL
+    named = [(name, d) for name, (d, rows, real) in sorted(by_name.items(), key=lambda g: -abs(g[1][0]))
+             if abs(d) >= SAME_US and (not tested or real >= rows / 2)]
+    if named:
+        lead = "; changed beyond noise: " if noise.verdict == NOISE else "; "
+        head += lead + ", ".join(f"{name} {signed_ms(d)} ms" for name, d in named[:VERDICT_GROUPS])
+    if not tested:
+        head += "; " + MORE_STEPS
+    return head
 
 
-def _mean_group_deltas(ranks: list[RankDiff]) -> list[tuple[str, float]]:
-    """Each group's GPU-time delta per step, the mean over the compared rank pairs."""
-    total: dict[str, float] = {}
+def _mean_group_deltas(ranks: list[RankDiff]) -> list[tuple[str, float, Optional[Noise]]]:
+    """Each group's GPU-time delta per step, the mean over the compared rank pairs (each pair's noise kept)."""
+    out = []
     for r in ranks:
-        for name, d in _verdict_deltas(r):
-            total[name] = total.get(name, 0.0) + d
-    return [(name, d / len(ranks)) for name, d in total.items()] if ranks else []
+        for name, d, noise in _verdict_deltas(r):
+            out.append((name, d / len(ranks), noise))
+    return out
 
 
 def signed_ms(us: float) -> str:

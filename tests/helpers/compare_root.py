@@ -18,6 +18,7 @@ BASE_RUN, NEW_RUN = "torch_profile/20261202-100000_infer_main", "torch_profile/2
 RANKS_BASE, RANKS_NEW = "ranks/20261202-100000_dit", "ranks/20261202-110000_dit"
 CPU_BASE, CPU_NEW = "cpu/20261202-090000_cpu", "cpu/20261202-091000_cpu"  # the fixture without its GPU events
 GPU_CATEGORIES = {"kernel", "gpu_memset", "gpu_memcpy", "gpu_user_annotation", "ac2g"}
+GPU_WORK = {"kernel", "gpu_memset", "gpu_memcpy"}
 
 
 def fixture_doc() -> dict:
@@ -26,17 +27,18 @@ def fixture_doc() -> dict:
 
 def switched(doc: dict, slow: float = FACTOR) -> dict:
     """The fixture with its attention kernel switched (same op, another kernel, half the time) and the 192x192 GEMM
-    `slow`x; the step (its ProfilerStep annotations) lasts as much longer as the kernels do in all."""
-    events, longer = [], 0.0
-    for ev in doc["traceEvents"]:
-        ev = dict(ev)
+    `slow`x; the GPU work after each edited kernel moves by its change, and the step (its ProfilerStep
+    annotations) lasts as much longer as the kernels do in all."""
+    events = [dict(ev) for ev in doc["traceEvents"]]
+    longer = 0.0
+    for ev in sorted((ev for ev in events if ev.get("cat") in GPU_WORK), key=lambda ev: ev["ts"]):
+        ev["ts"] += longer
         if ev.get("cat") == "kernel" and ev["name"].startswith(SDPA_KERNEL):
             longer -= ev["dur"] * (1 - SWITCHED_FACTOR)
             ev["name"], ev["dur"] = SWITCHED, ev["dur"] * SWITCHED_FACTOR
         elif ev.get("cat") == "kernel" and ev["name"] == SLOWED:
             longer += ev["dur"] * (slow - 1)
             ev["dur"] = ev["dur"] * slow
-        events.append(ev)
     for ev in events:
         if ev.get("name", "").startswith("ProfilerStep#"):
             ev["dur"] += longer

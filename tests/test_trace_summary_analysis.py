@@ -124,7 +124,8 @@ def test_planted_idle_gap_is_flagged_and_located(tmp_path):
     assert abs(step.idle.ratio - 0.4) < 1e-6 and step.idle.flagged and r.idle.flagged
     assert abs(step.idle.largest_gap_us - 4_000) < 1e-3 and abs(step.idle.largest_gap_at_us - 3_000) < 1e-3
     text = render_rank(r)
-    assert "HIGH GPU IDLE" in text and "one long stall" in text
+    # these kernels carry no launch record: the summary says it cannot tell the cause instead of guessing
+    assert "HIGH GPU IDLE" in text and "the cause cannot be told" in text and "unknown 4.000 ms (100%)" in text
 
 
 def test_no_idle_gap_is_not_flagged(tmp_path):
@@ -136,11 +137,11 @@ def test_no_idle_gap_is_not_flagged(tmp_path):
     assert "HIGH GPU IDLE" not in render_rank(r)
 
 
-def test_many_small_gaps_are_flagged_as_launch_bound(tmp_path):
+def test_many_small_gaps_without_launch_records_are_flagged_but_not_called_launch_bound(tmp_path):
     events = step_events("ProfilerStep#1", 0, 7_000, 0, 7_000) + back_to_back("tiny", 0, 7_000, 50, gap=20)
     r = planted(tmp_path, "launch", events)
     assert r.idle.flagged and r.idle.largest_gap_us < 25
-    assert "many short gaps" in render_rank(r)
+    assert "launch-bound" not in render_rank(r)  # queued or not cannot be told without the launches
 
 
 def test_busy_time_is_a_union_over_streams(tmp_path):

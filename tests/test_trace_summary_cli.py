@@ -54,10 +54,10 @@ def test_json_output_has_the_documented_fields():
                          "kernel_count", "idle", "gpu_launched_us", "gpu_lag_us"}
     assert set(step["idle"]) == {"window_us", "idle_us", "ratio", "largest_gap_us", "largest_gap_at_us",
                                  "largest_gap_step", "gaps_over_10us", "flagged", "causes"}
-    assert set(step["idle"]["causes"]) == {"host_wait_us", "sync_us", "short_gaps_us", "other_us", "dominant",
-                                           "syncs"}
+    assert set(step["idle"]["causes"]) == {"host_wait_us", "sync_us", "short_gaps_us", "other_us", "unknown_us",
+                                           "dominant", "syncs"}
     assert rank["launch_links"] == {"gpu_events": 180, "with_launch_record": 180, "by_launch_chain": 180,
-                                    "by_external_id": 0, "unlinked": 0,
+                                    "by_external_id": 0, "label_only": 0, "unlinked": 0,
                                     "external_id": "agrees with the launch chain on 180 of 180 events"}
     assert set(rank["gpu"]) == {"busy_us", "activity_us", "kernel_count", "kernel_us", "memcpy_us", "memset_us",
                                 "streams"}

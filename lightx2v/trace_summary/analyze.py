@@ -13,6 +13,7 @@ modules and in docs/trace_summary.md.
 from __future__ import annotations
 
 import os
+from array import array
 from collections.abc import Callable
 
 from . import intervals, memory
@@ -70,8 +71,10 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
     elif not c.cpu_steps:
         notes.append("no ProfilerStep annotations (profiler ran without a schedule): the whole trace is one "
                      "step")
-    devices_memory = [] if mem is None else memory.summarize(
-        mem, steps, c.threads, c.op_thread, c.op_name, c.op_ts, c.op_dur, list(c.names), top)
+    base = c.base or 0.0
+    op_ts = array("d", (t + base for t in c.op_ts)) if mem is not None and len(mem) else c.op_ts
+    devices_memory = [] if mem is None else memory.summarize(  # memory events keep the trace's own time
+        mem, steps, c.threads, c.op_thread, c.op_name, op_ts, c.op_dur, list(c.names), top)
     memory_section = memory.section(path, rank, notes, devices_memory)
     return RankSummary(
         file=os.path.abspath(path),
@@ -91,7 +94,7 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
         top_cpu_ops=cpu_ops[:top],
         cpu_self_total_us=cpu_self_total,
         memory_ops=gpu.memory_ops,
-        gpu_comm_us=sum(intervals.covered(gpu.comm, s.start_us, s.start_us + s.wall_us) for s in steps)
+        gpu_comm_us=sum(intervals.covered(gpu.comm, s.start_us - base, s.start_us - base + s.wall_us) for s in steps)
         if has_gpu else None,
         notes=notes,
         skipped_events=[SkippedEvents(field=field, problem=problem, count=count, example=example, dropped=dropped)

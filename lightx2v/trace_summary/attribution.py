@@ -3,17 +3,15 @@
 The launching op comes from the launch chain (``launch``: correlation id -> the runtime/driver call -> the
 innermost ``cpu_op`` around that call on its thread). Its top-level op is the outermost op around it on its
 thread (``aten::scaled_dot_product_attention`` for ``aten::_cudnn_attention_forward``), its label the innermost
-``record_function`` label around it on its thread (``attn``). GPU events whose launch is not known (launched
-before the capture, or a trace without launch records) are charged to no op: ``op``, ``label`` and
-``launcher`` are "".
+``record_function`` label around it on its thread (``attn``), or around the call when no op encloses it. GPU
+events whose launch is not known (launched before the capture, or a trace without launch records) are charged
+to no op: ``op``, ``label`` and ``launcher`` are "".
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from .collect import Collected
-from .enclosing import NONE, Enclosing
+from .enclosing import NONE
 from .launch import LaunchChain
 from .model import Launch
 from .optree import OpTree
@@ -43,28 +41,13 @@ def launches(c: Collected, group: list[tuple[int, int, int]]) -> list[Launch]:
 
 def group_keys(c: Collected, tree: OpTree, chain: LaunchChain) -> list[tuple[int, int, int]]:
     """Per GPU event: (top-level op name id, label name id, launching op name id), NONE where not known."""
-    label_of = _label_finder(c)
-    op_name, root = c.op_name, tree.root
-    none = (NONE, NONE, NONE)
-    per_op: dict[int, tuple[int, int, int]] = {NONE: none}  # an op launches many events: look it up once
+    op_name, root, lab_name = c.op_name, tree.root, c.lab_name
+    per_pair: dict[tuple[int, int], tuple[int, int, int]] = {}  # an op launches many events: build its key once
     out = []
-    for i in chain.op:
-        key = per_op.get(i)
+    for i, j in zip(chain.op, chain.label, strict=True):
+        key = per_pair.get((i, j))
         if key is None:
-            key = per_op[i] = (op_name[root[i]], label_of(i) if label_of is not None else NONE, op_name[i])
+            key = per_pair[(i, j)] = (op_name[root[i]] if i != NONE else NONE, lab_name[j] if j != NONE else NONE,
+                                      op_name[i] if i != NONE else NONE)
         out.append(key)
     return out
-
-
-def _label_finder(c: Collected) -> Callable[[int], int] | None:
-    """op index -> the name id of the innermost label around it (NONE when none); None when no labels."""
-    if not len(c.lab_ts):
-        return None
-    labels = Enclosing(c.lab_thread, c.lab_ts, c.lab_dur)
-    op_thread, op_ts, op_dur, lab_name = c.op_thread, c.op_ts, c.op_dur, c.lab_name
-
-    def label_of(op: int) -> int:
-        j = labels.innermost(op_thread[op], op_ts[op], op_ts[op] + op_dur[op])
-        return lab_name[j] if j != NONE else NONE
-
-    return label_of

@@ -15,6 +15,11 @@ GPU activity (kernel, memcpy, memset); names are stored once. What is collected:
   that launched it, the first link of the launch chain (``launch``).
 - ``ProfilerStep#N`` spans, CPU and GPU side; the span of all timed events; malformed events by field.
 
+Times are kept relative to ``base`` (the whole microsecond at or before the first timed event): kineto's
+nanosecond traces write epoch microseconds with three decimals (1712195495505583.047), which a double holds only
+to 0.25 us, so sums of ``ts + dur`` drift (a union of intervals came out longer than their summed durations).
+``ts - base`` is exact, and so is everything computed from it; report timestamps add ``base`` back.
+
 One more question over other events (e.g. ``[memory]`` instants) is one more collector: an object with
 ``categories`` and ``feed(event)``, given to :class:`Collected`; it receives every event of those categories
 (``X`` or not) that the core does not use, off the hot path of the core's own events.
@@ -22,6 +27,7 @@ One more question over other events (e.g. ``[memory]`` instants) is one more col
 
 from __future__ import annotations
 
+import math
 import sys
 from array import array
 from collections.abc import Iterable
@@ -81,6 +87,7 @@ class Collected:
         self.cpu_steps: dict[str, list[float]] = {}
         self.gpu_steps: dict[str, list[float]] = {}
         self.span_lo, self.span_hi = float("inf"), float("-inf")
+        self.base: float | None = None  # subtracted from every timestamp kept (see the module's docstring)
         self.malformed: dict[tuple[str, str, bool], list[Any]] = {}  # (field, problem, dropped) -> [count, example]
         self._extra: dict[str, Any] = {}
         for collector in extra:
@@ -110,6 +117,7 @@ class Collected:
         op_ext = self.op_ext.append
         span_lo, span_hi = self.span_lo, self.span_hi
         number, big, reject = _NUMBER_TYPES, _FLOAT_MAX, self._reject
+        base = self.base if self.base is not None else self._base_of(batch)
         for ev in batch:
             cat = ev.get("cat")
             try:
@@ -131,6 +139,7 @@ class Collected:
                     or not (-big <= ts <= big and 0 <= dur <= big)):
                 reject(ev)
                 continue
+            ts = ts - base
             end = ts + dur
             if cat in runtime_cats:
                 self._runtime(name, ts, dur, ev)
@@ -213,6 +222,16 @@ class Collected:
             if end > span_hi:
                 span_hi = end
         self.span_lo, self.span_hi = span_lo, span_hi
+
+    def _base_of(self, batch: list[dict[str, Any]]) -> float:
+        """The whole microsecond at or before the batch's first usable timestamp (0 when it has none yet)."""
+        for ev in batch:
+            ts = ev.get("ts")
+            if (isinstance(ts, (int, float)) and not isinstance(ts, bool) and -_FLOAT_MAX <= ts <= _FLOAT_MAX
+                    and ev.get("ph") == "X"):
+                base = self.base = float(math.floor(ts))
+                return base
+        return 0.0
 
     def _reject(self, ev: dict[str, Any]) -> None:
         """Count an event left out, under the first field that is malformed (off the hot path)."""

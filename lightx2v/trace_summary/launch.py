@@ -2,14 +2,17 @@
 
     chain = launch_chain(c)
     chain.op[g]         # the innermost cpu_op around the launch of GPU event g (NONE: not known)
+    chain.label[g]      # the innermost record_function label around that op, or around the call itself
     chain.launch_ts[g]  # when the host launched it (the runtime/driver call's start; NaN: not known)
 
 Rule, the one HTA and TensorBoard follow, checked on every kineto schema of HTA's test traces (2023-2026): a
 kernel, memcpy or memset carries ``args.correlation``; the runtime or driver call (``cudaLaunchKernel``,
 ``cuLaunchKernelEx``, ``cudaMemcpyAsync``, ``hipLaunchKernel``, ...) with the same correlation id launched it;
 the ops enclosing that call on its thread are its launching op (the innermost) and its top-level op (the
-outermost). The call's start is the event's launch time: it puts the event in the step whose CPU window holds
-the launch, however late the GPU runs.
+outermost), the innermost ``record_function`` label around the op its label. A call that no op encloses (a fused
+optimizer's launches inside ``Optimizer.step#...``) still gets the label around the call itself. The call's
+start is the event's launch time: it puts the event in the step whose CPU window holds the launch, however late
+the GPU runs.
 
 ``External id`` is used only where it agrees with that chain: newer kineto writes the launching op's id there,
 older kineto the correlation id (so matching it against op ids finds nothing, or the wrong op). A GPU event
@@ -34,6 +37,7 @@ AGREE_SHARE = 0.99  # External id is trusted for events without a launch record 
 @dataclass
 class LaunchChain:
     op: array  # per GPU event (file order): index of its launching op, NONE when not known
+    label: array  # per GPU event: index of the innermost label around its op (or its call), NONE when none
     launch_ts: array  # per GPU event: host time of its launch, NaN when not known
     call: array  # per GPU event: index of its runtime/driver call, NONE when the trace has none for it
     links: LaunchLinks  # how many events each rule linked (the summary's ``launch_links``)
@@ -92,6 +96,7 @@ def launch_chain(c: Collected) -> LaunchChain:
                                                                                 "not used")
     else:
         trusted, rule = False, "not recorded"
+    label = _labels(c, op, call)
     by_ext = 0
     if trusted:
         op_ts = c.op_ts
@@ -102,6 +107,29 @@ def launch_chain(c: Collected) -> LaunchChain:
                     op[g] = o
                     launch_ts[g] = op_ts[o]
                     by_ext += 1
+        if by_ext:
+            label = _labels(c, op, call)
+    label_only = sum(1 for g in range(n) if op[g] == NONE and label[g] != NONE)
     links = LaunchLinks(gpu_events=n, with_launch_record=with_record, by_launch_chain=by_chain,
-                        by_external_id=by_ext, unlinked=n - by_chain - by_ext, external_id=rule)
-    return LaunchChain(op=op, launch_ts=launch_ts, call=call, links=links, ops=ops)
+                        by_external_id=by_ext, label_only=label_only, unlinked=n - by_chain - by_ext - label_only,
+                        external_id=rule)
+    return LaunchChain(op=op, label=label, launch_ts=launch_ts, call=call, links=links, ops=ops)
+
+
+def _labels(c: Collected, op: array, call: array) -> array:
+    """Per GPU event: the innermost label around its launching op, else around its launch call (NONE: none)."""
+    label = array("l", [NONE]) * len(op)
+    if not len(c.lab_ts):
+        return label
+    labels = Enclosing(c.lab_thread, c.lab_ts, c.lab_dur)
+    around_op: dict[int, int] = {}
+    for g, o in enumerate(op):
+        if o != NONE:
+            j = around_op.get(o)
+            if j is None:
+                j = around_op[o] = labels.innermost(c.op_thread[o], c.op_ts[o], c.op_ts[o] + c.op_dur[o])
+            label[g] = j
+        elif call[g] != NONE:
+            i = call[g]
+            label[g] = labels.innermost(c.rt_thread[i], c.rt_ts[i], c.rt_ts[i] + c.rt_dur[i])
+    return label

@@ -33,13 +33,14 @@ class SyncWait:
 
 @dataclass
 class IdleCauses:
-    """A window's GPU idle time split by cause (steps.classify_gap); the four add up to the idle time."""
+    """A window's GPU idle time split by cause (``steps``); the five add up to the idle time."""
 
     host_wait_us: float  # the next GPU event was launched only after the GPU went idle, no sync involved
     sync_us: float  # ... because the host sat in a synchronizing call (cudaStreamSynchronize, .item(), ...)
     short_gaps_us: float  # gaps < SHORT_GAP_US between GPU events that were already queued: launch-bound
-    other_us: float  # longer gaps between queued events (waits on events, other streams), or launch unknown
-    dominant: str  # "host wait", "sync", "short gaps", "other" or "" without idle time
+    other_us: float  # longer gaps between queued events (waits on events, other streams)
+    unknown_us: float  # gaps ended by an event whose launch the trace does not record
+    dominant: str  # "host wait", "sync", "short gaps", "other", "unknown", or "" without idle time
     syncs: list[SyncWait] = field(default_factory=list)  # most idle time first
 
 
@@ -161,7 +162,8 @@ class LaunchLinks:
     with_launch_record: int  # whose runtime/driver call (same correlation id) is in the trace
     by_launch_chain: int  # linked through that call to the op enclosing it on its thread
     by_external_id: int  # without a launch record, linked by an External id that agrees with the chain
-    unlinked: int  # no launching op known
+    label_only: int  # launched outside any op but inside a record_function label: charged to the label
+    unlinked: int  # neither an op nor a label known
     external_id: str  # what the trace's External id was found to be, e.g. "agrees with the launch chain on ..."
 
 

@@ -12,7 +12,7 @@ from .model import IdleStats, MemorySummary, RankSummary, RunSummary, SkippedEve
 from .names import cut as _cut
 from .ranks import LOCKSTEP_SPREAD
 from .ratios import percent
-from .steps import HOST_WAIT, IDLE_FLAG_RATIO, OTHER, SHORT_GAPS, SYNC, idle_advice
+from .steps import IDLE_FLAG_RATIO, cause_times, idle_advice
 
 NAME_WIDTH = 72
 MAX_STEP_ROWS = 12
@@ -238,8 +238,7 @@ def _idle_line(idle: IdleStats) -> str:
              f"{idle.largest_gap_step}; {idle.gaps_over_10us} gaps >= 10 us"]
     causes = idle.causes
     if causes is not None and idle.idle_us > 0:
-        parts = [(HOST_WAIT, causes.host_wait_us), (SYNC, causes.sync_us), (SHORT_GAPS, causes.short_gaps_us),
-                 (OTHER, causes.other_us)]
+        parts = cause_times(causes)
         lines.append("  by cause: " + ", ".join(f"{name} {_ms(us)} ms ({100 * us / idle.idle_us:.0f}%)"
                                                  for name, us in parts if us > 0))
         for w in causes.syncs[:3]:

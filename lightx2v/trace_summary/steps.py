@@ -10,10 +10,11 @@
   once. A trace without step annotations is one step spanning its events; one with only GPU-side spans uses
   those as windows.
 - GPU busy is the union of all GPU activity inside the window (whichever step launched it); idle is the rest.
-  It is flagged at IDLE_FLAG_RATIO of the window. Each gap is classified by the GPU event that ends it
-  (``classify_gap``, HTA's rule and a step further): launched only after the GPU went idle -> "sync" when the
-  host sat in a synchronizing call (SYNC_CALLS, SYNC_OPS) during the gap, else "host wait"; already queued ->
-  "short gaps" below SHORT_GAP_US (launch overhead between back-to-back work: launch-bound), else "other".
+  It is flagged at IDLE_FLAG_RATIO of the window. Each gap is classified by the GPU event that ends it (HTA's
+  rule and a step further): launched only after the GPU went idle -> "sync" when the host sat in a
+  synchronizing call (SYNC_CALLS, SYNC_OPS) during the gap, else "host wait" (also when nothing more is ever
+  launched); already queued -> "short gaps" below SHORT_GAP_US (launch overhead between back-to-back work:
+  launch-bound), else "other" (waits on events, other streams); its launch not recorded -> "unknown".
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ GAP_REPORT_US = 10.0
 SHORT_GAP_US = 30.0  # HTA's consecutive_kernel_delay: a queued gap shorter than this is launch overhead
 WHOLE_TRACE = "(whole trace)"
 
-HOST_WAIT, SYNC, SHORT_GAPS, OTHER = "host wait", "sync", "short gaps", "other"
+HOST_WAIT, SYNC, SHORT_GAPS, OTHER, UNKNOWN = "host wait", "sync", "short gaps", "other", "unknown"
+CAUSES = (HOST_WAIT, SYNC, SHORT_GAPS, OTHER, UNKNOWN)
 # Host calls that block until the GPU catches up (CUDA runtime and driver, HIP); a blocking cudaMemcpy is one.
 SYNC_CALLS = frozenset({
     "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpy2D",
@@ -115,7 +117,7 @@ def step_stats(c: Collected, busy: Intervals | None, is_kernel: list[bool], chai
     out = []
     for k, (lo, hi, name) in enumerate(spans):
         wall = ends[k] - lo
-        step = StepStats(name=name, number=step_number(name), start_us=lo, wall_us=wall,
+        step = StepStats(name=name, number=step_number(name), start_us=lo + (c.base or 0.0), wall_us=wall,
                          cpu_us=hi - lo if by_launch or name == WHOLE_TRACE else 0.0,
                          gpu_busy_us=None, gpu_busy_pct=None, kernel_count=None, idle=None)
         if busy is not None and gaps is not None:
@@ -160,11 +162,11 @@ class _GapCauses:
     def classify(self, a: float, b: float) -> tuple[str, int]:
         """The cause of the GPU gap [a, b] and, for SYNC, the index of the sync call in ``syncs``."""
         nxt = bisect_left(self.starts, b)
-        if nxt == len(self.starts):
-            return OTHER, NONE
+        if nxt == len(self.starts):  # nothing more reaches the GPU: it waits for a host that launches no more
+            return HOST_WAIT, NONE
         t = self.launch[nxt]
         if t != t:  # NaN: the event that ends the gap has no known launch
-            return OTHER, NONE
+            return UNKNOWN, NONE
         if t > a:
             last = bisect_right(self.sync_starts, min(b, t)) - 1
             for j in range(last, max(last - 8, -1), -1):  # syncs overlapping the gap, begun before the launch
@@ -180,7 +182,7 @@ def idle_in(busy: Intervals, lo: float, hi: float, step: str, causes: _GapCauses
     idle = sum(b - a for a, b in gaps)
     largest = max(gaps, key=lambda g: g[1] - g[0], default=(lo, lo))
     ratio = idle / window if window > 0 else 0.0
-    by_cause = {HOST_WAIT: 0.0, SYNC: 0.0, SHORT_GAPS: 0.0, OTHER: 0.0}
+    by_cause = dict.fromkeys(CAUSES, 0.0)
     syncs: dict[tuple[str, str], list[float]] = {}
     for a, b in gaps:
         cause, j = causes.classify(a, b)
@@ -207,7 +209,7 @@ def _causes(by_cause: dict[str, float], syncs: dict[tuple[str, str], tuple[float
     total = sum(by_cause.values())
     dominant = max(by_cause, key=lambda cause: by_cause[cause]) if total > 0 else ""
     return IdleCauses(host_wait_us=by_cause[HOST_WAIT], sync_us=by_cause[SYNC], short_gaps_us=by_cause[SHORT_GAPS],
-                      other_us=by_cause[OTHER], dominant=dominant,
+                      other_us=by_cause[OTHER], unknown_us=by_cause[UNKNOWN], dominant=dominant,
                       syncs=[SyncWait(op=op, call=call, idle_us=us, gaps=count)
                              for (op, call), (us, count) in sorted(syncs.items(), key=lambda item: -item[1][0])])
 
@@ -222,15 +224,13 @@ def idle_total(steps: list[StepStats]) -> IdleStats | None:
     worst_step = max(range(len(measured)), key=lambda i: measured[i].largest_gap_us)
     worst = measured[worst_step]
     ratio = idle / window if window > 0 else 0.0
-    by_cause = {HOST_WAIT: 0.0, SYNC: 0.0, SHORT_GAPS: 0.0, OTHER: 0.0}
+    by_cause = dict.fromkeys(CAUSES, 0.0)
     syncs: dict[tuple[str, str], tuple[float, int]] = {}
     for i in measured:
         if i.causes is None:
             continue
-        by_cause[HOST_WAIT] += i.causes.host_wait_us
-        by_cause[SYNC] += i.causes.sync_us
-        by_cause[SHORT_GAPS] += i.causes.short_gaps_us
-        by_cause[OTHER] += i.causes.other_us
+        for cause, us in cause_times(i.causes):
+            by_cause[cause] += us
         for w in i.causes.syncs:
             us, count = syncs.get((w.op, w.call), (0.0, 0))
             syncs[(w.op, w.call)] = (us + w.idle_us, count + w.gaps)
@@ -240,13 +240,18 @@ def idle_total(steps: list[StepStats]) -> IdleStats | None:
                      causes=_causes(by_cause, syncs))
 
 
+def cause_times(causes: IdleCauses) -> list[tuple[str, float]]:
+    """(cause, idle us) in CAUSES order."""
+    return [(HOST_WAIT, causes.host_wait_us), (SYNC, causes.sync_us), (SHORT_GAPS, causes.short_gaps_us),
+            (OTHER, causes.other_us), (UNKNOWN, causes.unknown_us)]
+
+
 def idle_advice(idle: IdleStats) -> str:
     """One line for the dominant cause of the idle time, with its share: what to look at first."""
     causes = idle.causes
     if causes is None or not causes.dominant or idle.idle_us <= 0:
         return ""
-    share = {HOST_WAIT: causes.host_wait_us, SYNC: causes.sync_us, SHORT_GAPS: causes.short_gaps_us,
-             OTHER: causes.other_us}[causes.dominant] / idle.idle_us * 100
+    share = dict(cause_times(causes))[causes.dominant] / idle.idle_us * 100
     if causes.dominant == SYNC:
         top = causes.syncs[0] if causes.syncs else None
         where = f": {top.op + ' -> ' if top.op else ''}{top.call} {top.idle_us / 1000:.3f} ms" if top else ""
@@ -259,8 +264,11 @@ def idle_advice(idle: IdleStats) -> str:
     if causes.dominant == SHORT_GAPS:
         return (f"short gaps between queued kernels ({share:.0f}% of idle): launch-bound (many small kernels); "
                 "CUDA graphs or torch.compile (fusion) may help")
-    return (f"long gaps with work already queued ({share:.0f}% of idle): waits on events or other streams "
-            "(communication, copies), or launches the trace does not record")
+    if causes.dominant == OTHER:
+        return (f"long gaps with work already queued ({share:.0f}% of idle): waits on events or other streams "
+                "(communication, copies)")
+    return (f"the trace records no launch for the work after most gaps ({share:.0f}% of idle): the cause cannot "
+            "be told; look for a host sync, data loading or CPU work at the largest gap")
 
 
 def step_number(name: str) -> int | None:

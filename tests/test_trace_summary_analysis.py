@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from lightx2v.trace_summary import intervals
+from lightx2v.trace_browser.overview import render_overview
+from lightx2v.trace_summary import intervals, summarize_paths
 from lightx2v.trace_summary.analyze import IDLE_FLAG_RATIO, analyze_trace
 from lightx2v.trace_summary.names import short_name
 from lightx2v.trace_summary.render import render_rank
@@ -213,3 +214,36 @@ def test_importing_the_package_does_not_import_torch_and_the_profiler_does_not_i
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env(),
                          timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def device_line(r) -> str:
+    return next(line for line in render_rank(r).splitlines() if line.startswith("  devices "))
+
+
+def test_devices_line_follows_what_the_trace_holds(tmp_path):
+    # Kernels on two streams of GPU 0 and one of GPU 1, but no deviceProperties (older kineto, HTA's
+    # timeline_analysis trace): not a CPU-only trace.
+    events = step_events("ProfilerStep#1", 0, 5_000, 0, 5_000)
+    events += [kernel("a", 0, 1_000, stream=7), kernel("b", 1_000, 2_000, stream=8),
+               {**kernel("c", 2_000, 3_000, stream=7), "pid": 1}]
+    doc = trace_doc(events)
+    del doc["deviceProperties"]
+    r = analyze_trace(str(write_json(tmp_path / "nodevprops.pt.trace.json", doc)))
+    assert r.devices == [] and r.gpu.devices == 2 and r.gpu.streams == 3
+    assert device_line(r) == "  devices   not recorded in the trace (GPU activity seen on 2 devices, 3 streams)"
+    page = render_overview(summarize_paths([str(tmp_path / "nodevprops.pt.trace.json")])[0])
+    assert "devices: not recorded in the trace (GPU activity seen on 2 devices, 3 streams)" in page
+
+    one = trace_doc([kernel("a", 0, 1_000)])
+    del one["deviceProperties"]
+    r = analyze_trace(str(write_json(tmp_path / "one.pt.trace.json", one)))
+    assert device_line(r) == "  devices   not recorded in the trace (GPU activity seen on 1 device, 1 stream)"
+
+    cpu = trace_doc([cpu_op("aten::mm", 0, 500)])
+    del cpu["deviceProperties"]
+    r = analyze_trace(str(write_json(tmp_path / "cpu.pt.trace.json", cpu)))
+    assert r.gpu is None and device_line(r) == "  devices   none recorded (CPU-only trace)"
+
+    # deviceProperties present and no GPU activity (activities=[CPU] on a GPU machine): the devices are listed.
+    r = analyze_trace(str(write_json(tmp_path / "cpu_on_gpu.pt.trace.json", trace_doc([cpu_op("aten::mm", 0, 500)]))))
+    assert device_line(r) == "  devices   0: NVIDIA H200 (sm 9.0, 139.8 GiB)"

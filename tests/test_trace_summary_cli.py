@@ -54,7 +54,7 @@ def test_json_output_has_the_documented_fields():
     assert set(step["idle"]) == {"window_us", "idle_us", "ratio", "largest_gap_us", "largest_gap_at_us",
                                  "largest_gap_step", "gaps_over_10us", "flagged"}
     assert set(rank["gpu"]) == {"busy_us", "activity_us", "kernel_count", "kernel_us", "memcpy_us", "memset_us",
-                                "streams"}
+                                "streams", "devices"}
     assert set(rank["top_kernels"][0]) == {"name", "short_name", "calls", "total_us", "mean_us", "pct_of_gpu_time"}
     assert set(rank["top_cpu_ops"][0]) == {"name", "calls", "self_us", "total_us", "mean_self_us",
                                            "pct_of_cpu_self"}

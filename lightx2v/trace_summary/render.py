@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from .devices import unlisted
 from .memory import HINT as MEMORY_HINT
 from .memory import LEAK_MIN_STEPS
 from .model import IdleStats, MemorySummary, RankSummary, RunSummary, SkippedEvents, SnapshotSummary, StepStats
@@ -67,7 +68,7 @@ def render_rank(r: RankSummary) -> str:
         + (f" (sm {d.compute_capability}" if d.compute_capability else " (")
         + (f", {d.memory_bytes / 2**30:.1f} GiB)" if d.memory_bytes else ")")
         for d in r.devices)
-    lines.append(f"  devices   {devices or 'none recorded (CPU-only trace)'}")
+    lines.append(f"  devices   {devices or unlisted(r.gpu)}")
     if r.versions:
         lines.append("  versions  " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in r.versions.items()))
     lines.append(f"  steps     {_step_names(r.steps)}")

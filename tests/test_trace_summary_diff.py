@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from lightx2v.trace_browser.compare import render_compare
 from lightx2v.trace_summary import summarize_paths, to_json
 from lightx2v.trace_summary.diff import (
     ADDED,
@@ -307,3 +308,58 @@ def test_cli_diff_bad_input_exits_2_with_the_reason(tmp_path, args, message):
     out = cli("--diff", *(a.format(**names) for a in args))
     assert out.returncode == 2
     assert message in out.stderr and out.stdout == ""
+
+
+def ranked(path: Path, rank: int, world: int = 4) -> Path:
+    """The fixture as the trace of ``rank`` (distributedInfo), in a file whose name carries no rank."""
+    return write(path, EVENTS, {**DOC, "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world}})
+
+
+def test_two_single_rank_runs_of_different_ranks_say_how_they_were_paired(tmp_path):
+    base = summarize_paths([str(ranked(tmp_path / "r3" / "w.pt.trace.json.gz", 3))])[0]
+    new = summarize_paths([str(ranked(tmp_path / "r1" / "w.pt.trace.json.gz", 1))])[0]
+    d = compare_runs(base, new)
+    (pair,) = d.ranks
+    assert (pair.base_rank, pair.new_rank, pair.rank) == (3, 1, 1) and d.pairing == "by file order"
+    assert d.notes == ["paired by file order (the traces do not record the same ranks): rank 3 (BASE) vs rank 1 (NEW)"]
+    text = render_diff(d).splitlines()
+    assert "  note  paired by file order (the traces do not record the same ranks): rank 3 (BASE) vs rank 1 (NEW)" \
+        in text
+    assert "Rank 3 (BASE) vs rank 1 (NEW), paired by file order" in text
+    doc = diff_to_json(d)
+    assert doc["pairing"] == "by file order" and doc["notes"] == d.notes
+    assert (doc["ranks"][0]["rank"], doc["ranks"][0]["base_rank"], doc["ranks"][0]["new_rank"]) == (1, 3, 1)
+
+    same = compare_runs(new, new)  # the same rank on both sides: paired by rank, nothing to say
+    assert same.pairing == "by rank" and same.notes == []
+    assert (same.ranks[0].base_rank, same.ranks[0].new_rank) == (1, 1)
+    assert not any("(BASE) vs" in line for line in render_diff(same).splitlines())
+
+
+def test_runs_without_a_common_rank_pair_in_file_order_and_name_each_pair(tmp_path):
+    for rank in (2, 3):
+        ranked(tmp_path / "base" / f"w{rank}.pt.trace.json.gz", rank)
+    for rank in (0, 1):
+        ranked(tmp_path / "new" / f"w{rank}.pt.trace.json.gz", rank)
+    ranked(tmp_path / "one" / "w0.pt.trace.json.gz", 0)
+    base, new, one = (summarize_paths([str(tmp_path / side)])[0] for side in ("base", "new", "one"))
+    d = compare_runs(base, new)
+    assert d.pairing == "by file order"
+    assert [(r.base_rank, r.new_rank) for r in d.ranks] == [(2, 0), (3, 1)]
+    assert d.notes == ["paired by file order (the traces do not record the same ranks): rank 2 (BASE) vs rank 0 "
+                       "(NEW), rank 3 (BASE) vs rank 1 (NEW)"]
+    text = render_diff(d).splitlines()
+    assert "Ranks, paired by file order (rank B>N: BASE's and NEW's rank differ)" in text
+    assert "  rank  BASE step ms  NEW step ms   delta ms       %  workers" in text
+    assert "   2>0        22.241       22.241     +0.000    +0.0  w2 > w0" in text
+    assert "   3>1        22.241       22.241     +0.000    +0.0  w3 > w1" in text
+    assert "Rank 2 (BASE) vs rank 0 (NEW): NEW is about as fast per step (+0.000 ms, +0.0%)" in text
+
+    page = render_compare(d, base, new, base_path="base", new_path="new", overview_url=lambda path: path)
+    assert "<h2>Ranks, paired by file order (mean step wall)</h2>" in page and "<tr><td>2 → 0</td>" in page
+    assert "<h2>Rank 3 (BASE) vs rank 1 (NEW): w3 → w1</h2>" in page
+    assert "<p class=note>paired by file order (the traces do not record the same ranks): rank 2 (BASE)" in page
+
+    fewer = compare_runs(base, one)  # counts differ too: the note says the pair was not rank to rank
+    assert fewer.notes[0] == "rank counts differ: BASE has 2, NEW has 1; compared 1 pair in file order"
+    assert fewer.unmatched_base == ["rank 3 (w3)"]

@@ -5,7 +5,7 @@ Every figure is per profiled step (see ``diff``); "calls" columns read ``BASE>NE
 
 from __future__ import annotations
 
-from .diff import ADDED, REMOVED, SAME, Delta, OpKernels, RankDiff, RunDiff, group_path
+from .diff import ADDED, REMOVED, SAME, Delta, OpKernels, RankDiff, RunDiff, group_path, pair_label
 from .names import cut, short_name
 from .render import format_bytes, format_ms
 
@@ -28,16 +28,22 @@ def render_diff(diff: RunDiff, top: int = 10) -> str:
             lines.append(f"  only in {tag}: {', '.join(lone)}")
     several = len(diff.ranks) > 1 or b.ranks > 1 or n.ranks > 1
     if several:
+        cells = [_rank_cell(r) for r in diff.ranks]
+        width = max([4, *map(len, cells)])
         lines += ["", "Run step time: each side's slowest rank's mean step wall", _table_head("per step"),
                   _row("step wall ms", diff.step_wall_us),
-                  "", f"  {'rank':>4}  {'BASE step ms':>12} {'NEW step ms':>12} {'delta ms':>10} {'%':>7}  workers"]
-        for r in diff.ranks:
+                  "", f"Ranks, paired {diff.pairing}"
+                  + (" (rank B>N: BASE's and NEW's rank differ)" if any(">" in c for c in cells) else ""),
+                  f"  {'rank':>{width}}  {'BASE step ms':>12} {'NEW step ms':>12} {'delta ms':>10} {'%':>7}  workers"]
+        for r, cell in zip(diff.ranks, cells, strict=True):
             d = r.step_wall_us
-            lines.append(f"  {_opt(r.rank):>4}  {format_ms(d.base):>12} {format_ms(d.new):>12} {_sms(d.delta):>10} "
+            lines.append(f"  {cell:>{width}}  {format_ms(d.base):>12} {format_ms(d.new):>12} {_sms(d.delta):>10} "
                          f"{_pct(d.delta_pct):>7}  {cut(r.base_worker, 24)} > {cut(r.new_worker, 24)}")
     for r in diff.ranks:
         if several:
-            lines += ["", "=" * 100, f"Rank {_opt(r.rank)}: {r.verdict}"]
+            lines += ["", "=" * 100, f"{_capital(pair_label(r))}: {r.verdict}"]
+        elif r.base_rank != r.new_rank:
+            lines += ["", f"{_capital(pair_label(r))}, paired {diff.pairing}"]
         lines += ["", render_rank_diff(r, top)]
     return "\n".join(lines) + "\n"
 
@@ -148,6 +154,17 @@ def _pct(pct: float | None) -> str:
 
 def _bytes(value: float | None) -> str:
     return format_bytes(round(value)) if value is not None else "-"
+
+
+def _rank_cell(r: RankDiff) -> str:
+    """The rank table's rank: ``1``, or ``3>1`` for a pair of different ranks (BASE>NEW, as the calls columns)."""
+    if r.base_rank == r.new_rank:
+        return _opt(r.rank)
+    return f"{_opt(r.base_rank)}>{_opt(r.new_rank)}"
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _opt(value: object) -> str:

@@ -126,6 +126,15 @@ def test_usage_errors_exit_2(tmp_path):
         assert proc.returncode == 2 and "usage:" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_help_states_one_exit_convention_for_both_modes():
+    proc = cli("--help")
+    assert proc.returncode == 0
+    text = " ".join(proc.stdout.split())  # argparse wraps the epilog
+    assert "Exit status (both modes): 0 when everything was read" in text
+    assert "1 for a data error: a PATH or trace file missing, not a trace, truncated or corrupt" in text
+    assert "2 for a usage error: an unknown option, a bad value (--top 0), --diff with more than two paths." in text
+
+
 def test_capture_hook_writes_atomically_and_returns_short_lines(tmp_path):
     trace = tmp_path / "rank0_host.pt.trace.json.gz"
     shutil.copy(H200_TRACE, trace)

@@ -290,24 +290,30 @@ def test_cli_diff_text_json_and_a_logdirs_two_newest_runs(tmp_path):
     assert f"BASE {logdir / 'sdpa'}, NEW {logdir / 'flash'}" in as_json.stderr
 
 
-@pytest.mark.parametrize("args, message", [
-    (["{missing}", "{good}"], "no such file or directory"),
-    (["{good}"], "needs a logdir holding two runs"),
-    (["{one_run_logdir}"], "holds 1 run"),
-    (["{good}", "{truncated}"], "truncated"),
-    (["{good}", "{good}", "{good}"], "--diff takes BASE NEW or one logdir, got 3 paths"),
+@pytest.mark.parametrize("args, status, message", [  # the summary's convention: data error 1, usage error 2
+    (["{missing}", "{good}"], 1, "no such file or directory"),
+    (["{good}"], 1, "needs a logdir holding two runs"),
+    (["{one_run_logdir}"], 1, "holds 1 run"),
+    (["{good}", "{truncated}"], 1, "truncated"),
+    (["{good}", "{not_a_trace}"], 1, "not a trace"),
+    (["{good}", "{good}", "{good}"], 2, "--diff takes BASE NEW or one logdir, got 3 paths"),
+    (["{good}", "{good}", "--top", "0"], 2, "must be at least 1"),
 ])
-def test_cli_diff_bad_input_exits_2_with_the_reason(tmp_path, args, message):
+def test_cli_diff_bad_input_exits_with_the_reason(tmp_path, args, status, message):
     good = write(tmp_path / "a" / "w.pt.trace.json.gz", EVENTS)
     truncated = tmp_path / "b" / "w.pt.trace.json"
     truncated.parent.mkdir()
     truncated.write_text(json.dumps(DOC)[:5000])
     write(tmp_path / "logdir" / "only" / "w.pt.trace.json.gz", EVENTS)
+    not_a_trace = tmp_path / "config.json"
+    not_a_trace.write_text('{"lr": 0.1}')
     names = {"missing": tmp_path / "nope.json", "good": good, "truncated": truncated,
-             "one_run_logdir": tmp_path / "logdir"}
+             "one_run_logdir": tmp_path / "logdir", "not_a_trace": not_a_trace}
     out = cli("--diff", *(a.format(**names) for a in args))
-    assert out.returncode == 2
-    assert message in out.stderr and out.stdout == ""
+    assert out.returncode == status, out.stderr
+    assert message in out.stderr and out.stdout == "" and "Traceback" not in out.stderr
+    if status == 1:
+        assert out.stderr.startswith("trace_summary: error: ")
 
 
 def ranked(path: Path, rank: int, world: int = 4) -> Path:

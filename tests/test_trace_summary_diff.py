@@ -30,6 +30,7 @@ from lightx2v.trace_summary.diff import (
     compare_runs,
     diff_to_json,
 )
+from lightx2v.trace_summary.render import render_runs
 from lightx2v.trace_summary.render_diff import render_diff
 
 REPO = Path(__file__).resolve().parent.parent
@@ -369,3 +370,18 @@ def test_runs_without_a_common_rank_pair_in_file_order_and_name_each_pair(tmp_pa
     fewer = compare_runs(base, one)  # counts differ too: the note says the pair was not rank to rank
     assert fewer.notes[0] == "rank counts differ: BASE has 2, NEW has 1; compared 1 pair in file order"
     assert fewer.unmatched_base == ["rank 3 (w3)"]
+
+
+def test_the_diff_names_kernels_as_the_summary_does_and_cuts_no_last_column(tmp_path):
+    d = diff_of(tmp_path, switched(edited()))
+    text = render_diff(d).splitlines()
+    # the row the summary prints as "vectorized_elementwise_kernel<GeluCUDAKernelImpl>" (was "...<GeluCUDAKer...")
+    assert "  removed           12>0     0.786     0.000    -0.786  -100.0  " \
+           "vectorized_elementwise_kernel<GeluCUDAKernelImpl>" in text
+    sdpa = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_cga1x1x1_kernel0_0"
+    assert any(line.startswith("  removed           12>0") and line.endswith(f"  {sdpa}") for line in text)
+    assert f"      - {sdpa}" in text  # the op group's kernels, whole too
+    assert "      + flash_fwd_kernel<Flash_fwd_kernel_traits>" in text
+    summary = render_runs(summarize_paths([str(tmp_path / "base" / "x.pt.trace.json.gz")]))
+    assert "     3.7      0.786      12      65.5  vectorized_elementwise_kernel<GeluCUDAKernelImpl>" in summary
+    assert not any(line.endswith("...") for line in text + summary.splitlines())

@@ -1,15 +1,16 @@
 """The plain-text report of ``--diff``: the verdict first, then BASE / NEW / delta tables (ASCII, <= ~110 columns).
 
-Every figure is per profiled step (see ``diff``); "calls" columns read ``BASE>NEW``.
+Every figure is per profiled step (see ``diff``); "calls" columns read ``BASE>NEW``. Names follow the summary's
+rule (``render``): kernels by ``names.short_name``, and the last column of a row (kernel, op, group, workers,
+the kernels listed under a group) is never cut.
 """
 
 from __future__ import annotations
 
 from .diff import ADDED, REMOVED, SAME, Delta, OpKernels, RankDiff, RunDiff, group_path, pair_label
-from .names import cut, short_name
+from .names import short_name
 from .render import format_bytes, format_ms
 
-NAME_WIDTH = 44
 KERNEL_LIST = 3  # kernels named under an op group whose kernels changed, per side
 
 
@@ -38,7 +39,7 @@ def render_diff(diff: RunDiff, top: int = 10) -> str:
         for r, cell in zip(diff.ranks, cells, strict=True):
             d = r.step_wall_us
             lines.append(f"  {cell:>{width}}  {format_ms(d.base):>12} {format_ms(d.new):>12} {_sms(d.delta):>10} "
-                         f"{_pct(d.delta_pct):>7}  {cut(r.base_worker, 24)} > {cut(r.new_worker, 24)}")
+                         f"{_pct(d.delta_pct):>7}  {r.base_worker} > {r.new_worker}")
     for r in diff.ranks:
         if several:
             lines += ["", "=" * 100, f"{_capital(pair_label(r))}: {r.verdict}"]
@@ -84,11 +85,11 @@ def render_rank_diff(r: RankDiff, top: int = 10) -> str:
         for k in kernels[:top]:
             row = (f"  {k.status:<8} {_calls(k.calls_per_step):>13} {format_ms(k.time_per_step_us.base):>9} "
                    f"{format_ms(k.time_per_step_us.new):>9} {_sms(k.time_per_step_us.delta):>9} "
-                   f"{_pct(k.time_per_step_us.delta_pct):>7}  {cut(k.short_name, NAME_WIDTH)}")
+                   f"{_pct(k.time_per_step_us.delta_pct):>7}  {k.short_name}")
             lines.append(row)
             if k.status in (ADDED, REMOVED) and k.ops:  # where it came from or went: the op group table's row
                 more = f" (and {len(k.ops) - 1} more)" if len(k.ops) > 1 else ""
-                lines.append(f"      launched by {cut(k.ops[0], 80)}{more}")
+                lines.append(f"      launched by {k.ops[0]}{more}")
         if len(kernels) > top:
             lines.append(f"  ... {len(kernels) - top} more")
 
@@ -102,7 +103,7 @@ def render_rank_diff(r: RankDiff, top: int = 10) -> str:
         for op in ops[:top]:
             d = op.self_per_step_us
             lines.append(f"  {op.status:<8} {_calls(op.calls_per_step):>13} {format_ms(d.base):>9} "
-                         f"{format_ms(d.new):>9} {_sms(d.delta):>9} {_pct(d.delta_pct):>7}  {cut(op.name, NAME_WIDTH)}")
+                         f"{format_ms(d.new):>9} {_sms(d.delta):>9} {_pct(d.delta_pct):>7}  {op.name}")
         if len(ops) > top:
             lines.append(f"  ... {len(ops) - top} more")
     return "\n".join(lines)
@@ -111,12 +112,12 @@ def render_rank_diff(r: RankDiff, top: int = 10) -> str:
 def _op_lines(o: OpKernels) -> list[str]:
     d = o.gpu_time_per_step_us
     lines = [f"  {o.status:<15} {_calls(o.kernel_calls_per_step):>13} {format_ms(d.base):>9} {format_ms(d.new):>9} "
-             f"{_sms(d.delta):>9} {_pct(d.delta_pct):>7}  {cut(group_path(o.label, o.op), NAME_WIDTH)}"]
+             f"{_sms(d.delta):>9} {_pct(d.delta_pct):>7}  {group_path(o.label, o.op)}"]
     for sign, names in (("-", o.kernels_removed), ("+", o.kernels_added)):
         if o.status in (ADDED, REMOVED):
             break
         for name in names[:KERNEL_LIST]:
-            lines.append(f"      {sign} {cut(short_name(name), 90)}")
+            lines.append(f"      {sign} {short_name(name)}")
         if len(names) > KERNEL_LIST:
             lines.append(f"      {sign} ... {len(names) - KERNEL_LIST} more")
     if o.launchers_base and o.launchers_new and set(o.launchers_base) != set(o.launchers_new):

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from lightx2v.trace_summary import intervals
+from lightx2v.trace_browser.overview import render_overview
+from lightx2v.trace_summary import intervals, summarize_paths
 from lightx2v.trace_summary.analyze import IDLE_FLAG_RATIO, analyze_trace
 from lightx2v.trace_summary.names import short_name
 from lightx2v.trace_summary.render import render_rank
@@ -203,6 +204,65 @@ def test_short_kernel_names():
     assert short_name("x" * 100, width=20) == "x" * 17 + "..."
 
 
+# Real kernel names (HTA's test traces, tests/fixtures/h200_dit_stack) and their short names, written by hand.
+GELU = ("void at::native::vectorized_elementwise_kernel<8, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+        "at::native::GeluType)::{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::"
+        "BFloat16)#1}, std::array<char*, 2ul> >(int, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+        "at::native::GeluType)::{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::"
+        "BFloat16)#1}, std::array<char*, 2ul>)")
+SDPA = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_cga1x1x1_kernel0_0"
+REAL_NAMES = [
+    (GELU, "vectorized_elementwise_kernel<GeluCUDAKernelImpl>"),
+    (SDPA, SDPA),  # not C++: kept whole
+    ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_32x6_tn_align4>(cutlass_80_tensorop_s1688gemm_64x64_"
+     "32x6_tn_align4::Params)", "cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_32x6_tn_align4>"),
+    ("void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 1, 128, 1>(float*, at::native"
+     "::(anonymous namespace)::CatArrInputTensorMetadata<float, unsigned int, 128, 1>, at::native::(anonymous "
+     "namespace)::TensorSizeStride<unsigned int, 4u>, int, unsigned int)", "CatArrayBatchedCopy"),
+    # was "CatArrayBatchedCopy_aligned16_contig<>": "(anonymous namespace)" cut the argument to nothing
+    ("void at::native::(anonymous namespace)::CatArrayBatchedCopy_aligned16_contig<at::native::(anonymous namespace)"
+     "::OpaqueType<4u>, unsigned int, 1, 128, 1>(at::native::(anonymous namespace)::OpaqueType<4u>*, at::native::"
+     "(anonymous namespace)::CatArrInputTensorMetadata<at::native::(anonymous namespace)::OpaqueType<4u>, unsigned "
+     "int, 128, 1>, at::native::(anonymous namespace)::TensorSizeStride<unsigned int, 4u>, int, unsigned int)",
+     "CatArrayBatchedCopy_aligned16_contig<OpaqueType>"),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::CompareFunctor<long>, "
+     "at::detail::Array<char*, 3> >(int, at::native::(anonymous namespace)::CompareFunctor<long>, at::detail::"
+     "Array<char*, 3>)", "vectorized_elementwise_kernel<CompareFunctor>"),
+    # was "enable_if<!>": the return type is not always "void"
+    ("std::enable_if<!(false), void>::type internal::gemvx::kernel<int, int, float, float, float, float, false, "
+     "true, false, false, 7, cublasGemvParams<cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStrided"
+     "Batched<float const>, cublasGemvTensorStridedBatched<float>, float> >(cublasGemvParams<cublasGemvTensor"
+     "StridedBatched<float const>, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched"
+     "<float>, float>)", "gemvx::kernel<cublasGemvParams>"),
+    # was "...<2ul>": a number is no named argument
+    ("void split_embedding_codegen_forward_unweighted_kernel<float, float, float, long, 2ul>(at::GenericPacked"
+     "TensorAccessor<float, 1ul, at::RestrictPtrTraits, long>, long)", "split_embedding_codegen_forward_unweighted_"
+     "kernel"),
+    # the head of a 1,644-character mangled name (HTA's nccl_parser_config trace): demangled as far as it names
+    ("_ZN19cutlass_cudnn_train6KernelINS_4conv6kernel23ImplicitGemmConvolutionINS1_11threadblock22ImplicitGemm"
+     "MultistageINS_4gemm9GemmShapeILi128ELi128ELi32EEENS4_52Conv2dWgradOutputGradientTileAccessIterator",
+     "cutlass_cudnn_train::Kernel<ImplicitGemmConvolution>"),
+    ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
+     "ncclKernel_AllReduce_RING_LL_Sum_float"),
+]
+
+
+@pytest.mark.parametrize("name, short", REAL_NAMES, ids=[short for _, short in REAL_NAMES])
+def test_short_names_of_real_kernels(name, short):
+    assert short_name(name) == short
+
+
+def test_the_last_column_shows_whole_names_in_the_summary(tmp_path):
+    long_op = "aten::_scaled_dot_product_flash_attention_for_cpu_" + "x" * 40  # 90 characters
+    events = step_events("ProfilerStep#1", 0, 5_000, 0, 5_000)
+    events += [kernel(SDPA, 0, 2_000), kernel(GELU, 2_000, 3_000), cpu_op(long_op, 0, 100)]
+    text = render_rank(planted(tmp_path, "names", events)).splitlines()
+    rows = [line for line in text if line.endswith(("kernel0_0", "GeluCUDAKernelImpl>", "x" * 40))]
+    assert rows == [f"    66.7      2.000       1    2000.0  {SDPA}",
+                    "    33.3      1.000       1    1000.0  vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
+                    f"   100.0      0.100      0.100       1  {long_op}"]
+
+
 def test_importing_the_package_does_not_import_torch_and_the_profiler_does_not_import_it():
     code = ("import sys, lightx2v.trace_summary, lightx2v.trace_summary.__main__; "
             "assert 'torch' not in sys.modules, 'torch imported'; print('ok')")
@@ -214,3 +274,36 @@ def test_importing_the_package_does_not_import_torch_and_the_profiler_does_not_i
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env(),
                          timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def device_line(r) -> str:
+    return next(line for line in render_rank(r).splitlines() if line.startswith("  devices "))
+
+
+def test_devices_line_follows_what_the_trace_holds(tmp_path):
+    # Kernels on two streams of GPU 0 and one of GPU 1, but no deviceProperties (older kineto, HTA's
+    # timeline_analysis trace): not a CPU-only trace.
+    events = step_events("ProfilerStep#1", 0, 5_000, 0, 5_000)
+    events += [kernel("a", 0, 1_000, stream=7), kernel("b", 1_000, 2_000, stream=8),
+               {**kernel("c", 2_000, 3_000, stream=7), "pid": 1}]
+    doc = trace_doc(events)
+    del doc["deviceProperties"]
+    r = analyze_trace(str(write_json(tmp_path / "nodevprops.pt.trace.json", doc)))
+    assert r.devices == [] and r.gpu.devices == 2 and r.gpu.streams == 3
+    assert device_line(r) == "  devices   not recorded in the trace (GPU activity seen on 2 devices, 3 streams)"
+    page = render_overview(summarize_paths([str(tmp_path / "nodevprops.pt.trace.json")])[0])
+    assert "devices: not recorded in the trace (GPU activity seen on 2 devices, 3 streams)" in page
+
+    one = trace_doc([kernel("a", 0, 1_000)])
+    del one["deviceProperties"]
+    r = analyze_trace(str(write_json(tmp_path / "one.pt.trace.json", one)))
+    assert device_line(r) == "  devices   not recorded in the trace (GPU activity seen on 1 device, 1 stream)"
+
+    cpu = trace_doc([cpu_op("aten::mm", 0, 500)])
+    del cpu["deviceProperties"]
+    r = analyze_trace(str(write_json(tmp_path / "cpu.pt.trace.json", cpu)))
+    assert r.gpu is None and device_line(r) == "  devices   none recorded (CPU-only trace)"
+
+    # deviceProperties present and no GPU activity (activities=[CPU] on a GPU machine): the devices are listed.
+    r = analyze_trace(str(write_json(tmp_path / "cpu_on_gpu.pt.trace.json", trace_doc([cpu_op("aten::mm", 0, 500)]))))
+    assert device_line(r) == "  devices   0: NVIDIA H200 (sm 9.0, 139.8 GiB)"

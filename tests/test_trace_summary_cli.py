@@ -60,7 +60,7 @@ def test_json_output_has_the_documented_fields():
                                     "by_external_id": 0, "label_only": 0, "unlinked": 0,
                                     "external_id": "agrees with the launch chain on 180 of 180 events"}
     assert set(rank["gpu"]) == {"busy_us", "activity_us", "kernel_count", "kernel_us", "memcpy_us", "memset_us",
-                                "streams"}
+                                "streams", "devices"}
     assert set(rank["top_kernels"][0]) == {"name", "short_name", "calls", "total_us", "mean_us", "pct_of_gpu_time"}
     assert set(rank["top_cpu_ops"][0]) == {"name", "calls", "self_us", "total_us", "mean_self_us",
                                            "pct_of_cpu_self"}
@@ -130,6 +130,15 @@ def test_usage_errors_exit_2(tmp_path):
     for args in ([], [H200_TRACE, "--top", "0"], [H200_TRACE, "--top", "x"]):
         proc = cli(*args)
         assert proc.returncode == 2 and "usage:" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_help_states_one_exit_convention_for_both_modes():
+    proc = cli("--help")
+    assert proc.returncode == 0
+    text = " ".join(proc.stdout.split())  # argparse wraps the epilog
+    assert "Exit status (both modes): 0 when everything was read" in text
+    assert "1 for a data error: a PATH or trace file missing, not a trace, truncated or corrupt" in text
+    assert "2 for a usage error: an unknown option, a bad value (--top 0), --diff with more than two paths." in text
 
 
 def test_capture_hook_writes_atomically_and_returns_short_lines(tmp_path):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from lightx2v.trace_browser.compare import render_compare
 from lightx2v.trace_summary import summarize_paths, to_json
 from lightx2v.trace_summary.diff import (
     ADDED,
@@ -30,6 +31,7 @@ from lightx2v.trace_summary.diff import (
     compare_runs,
     diff_to_json,
 )
+from lightx2v.trace_summary.render import render_runs
 from lightx2v.trace_summary.render_diff import render_diff
 
 REPO = Path(__file__).resolve().parent.parent
@@ -291,21 +293,97 @@ def test_cli_diff_text_json_and_a_logdirs_two_newest_runs(tmp_path):
     assert f"BASE {logdir / 'sdpa'}, NEW {logdir / 'flash'}" in as_json.stderr
 
 
-@pytest.mark.parametrize("args, message", [
-    (["{missing}", "{good}"], "no such file or directory"),
-    (["{good}"], "needs a logdir holding two runs"),
-    (["{one_run_logdir}"], "holds 1 run"),
-    (["{good}", "{truncated}"], "truncated"),
-    (["{good}", "{good}", "{good}"], "--diff takes BASE NEW or one logdir, got 3 paths"),
+@pytest.mark.parametrize("args, status, message", [  # the summary's convention: data error 1, usage error 2
+    (["{missing}", "{good}"], 1, "no such file or directory"),
+    (["{good}"], 1, "needs a logdir holding two runs"),
+    (["{one_run_logdir}"], 1, "holds 1 run"),
+    (["{good}", "{truncated}"], 1, "truncated"),
+    (["{good}", "{not_a_trace}"], 1, "not a trace"),
+    (["{good}", "{good}", "{good}"], 2, "--diff takes BASE NEW or one logdir, got 3 paths"),
+    (["{good}", "{good}", "--top", "0"], 2, "must be at least 1"),
 ])
-def test_cli_diff_bad_input_exits_2_with_the_reason(tmp_path, args, message):
+def test_cli_diff_bad_input_exits_with_the_reason(tmp_path, args, status, message):
     good = write(tmp_path / "a" / "w.pt.trace.json.gz", EVENTS)
     truncated = tmp_path / "b" / "w.pt.trace.json"
     truncated.parent.mkdir()
     truncated.write_text(json.dumps(DOC)[:5000])
     write(tmp_path / "logdir" / "only" / "w.pt.trace.json.gz", EVENTS)
+    not_a_trace = tmp_path / "config.json"
+    not_a_trace.write_text('{"lr": 0.1}')
     names = {"missing": tmp_path / "nope.json", "good": good, "truncated": truncated,
-             "one_run_logdir": tmp_path / "logdir"}
+             "one_run_logdir": tmp_path / "logdir", "not_a_trace": not_a_trace}
     out = cli("--diff", *(a.format(**names) for a in args))
-    assert out.returncode == 2
-    assert message in out.stderr and out.stdout == ""
+    assert out.returncode == status, out.stderr
+    assert message in out.stderr and out.stdout == "" and "Traceback" not in out.stderr
+    if status == 1:
+        assert out.stderr.startswith("trace_summary: error: ")
+
+
+def ranked(path: Path, rank: int, world: int = 4) -> Path:
+    """The fixture as the trace of ``rank`` (distributedInfo), in a file whose name carries no rank."""
+    return write(path, EVENTS, {**DOC, "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world}})
+
+
+def test_two_single_rank_runs_of_different_ranks_say_how_they_were_paired(tmp_path):
+    base = summarize_paths([str(ranked(tmp_path / "r3" / "w.pt.trace.json.gz", 3))])[0]
+    new = summarize_paths([str(ranked(tmp_path / "r1" / "w.pt.trace.json.gz", 1))])[0]
+    d = compare_runs(base, new)
+    (pair,) = d.ranks
+    assert (pair.base_rank, pair.new_rank, pair.rank) == (3, 1, 1) and d.pairing == "by file order"
+    assert d.notes == ["paired by file order (the traces do not record the same ranks): rank 3 (BASE) vs rank 1 (NEW)"]
+    text = render_diff(d).splitlines()
+    assert "  note  paired by file order (the traces do not record the same ranks): rank 3 (BASE) vs rank 1 (NEW)" \
+        in text
+    assert "Rank 3 (BASE) vs rank 1 (NEW), paired by file order" in text
+    doc = diff_to_json(d)
+    assert doc["pairing"] == "by file order" and doc["notes"] == d.notes
+    assert (doc["ranks"][0]["rank"], doc["ranks"][0]["base_rank"], doc["ranks"][0]["new_rank"]) == (1, 3, 1)
+
+    same = compare_runs(new, new)  # the same rank on both sides: paired by rank, nothing to say
+    assert same.pairing == "by rank" and same.notes == []
+    assert (same.ranks[0].base_rank, same.ranks[0].new_rank) == (1, 1)
+    assert not any("(BASE) vs" in line for line in render_diff(same).splitlines())
+
+
+def test_runs_without_a_common_rank_pair_in_file_order_and_name_each_pair(tmp_path):
+    for rank in (2, 3):
+        ranked(tmp_path / "base" / f"w{rank}.pt.trace.json.gz", rank)
+    for rank in (0, 1):
+        ranked(tmp_path / "new" / f"w{rank}.pt.trace.json.gz", rank)
+    ranked(tmp_path / "one" / "w0.pt.trace.json.gz", 0)
+    base, new, one = (summarize_paths([str(tmp_path / side)])[0] for side in ("base", "new", "one"))
+    d = compare_runs(base, new)
+    assert d.pairing == "by file order"
+    assert [(r.base_rank, r.new_rank) for r in d.ranks] == [(2, 0), (3, 1)]
+    assert d.notes == ["paired by file order (the traces do not record the same ranks): rank 2 (BASE) vs rank 0 "
+                       "(NEW), rank 3 (BASE) vs rank 1 (NEW)"]
+    text = render_diff(d).splitlines()
+    assert "Ranks, paired by file order (rank B>N: BASE's and NEW's rank differ)" in text
+    assert "  rank  BASE step ms  NEW step ms   delta ms       %  workers" in text
+    assert "   2>0        22.241       22.241     +0.000    +0.0  w2 > w0" in text
+    assert "   3>1        22.241       22.241     +0.000    +0.0  w3 > w1" in text
+    assert "Rank 2 (BASE) vs rank 0 (NEW): NEW is about as fast per step (+0.000 ms, +0.0%)" in text
+
+    page = render_compare(d, base, new, base_path="base", new_path="new", overview_url=lambda path: path)
+    assert "<h2>Ranks, paired by file order (mean step wall)</h2>" in page and "<tr><td>2 → 0</td>" in page
+    assert "<h2>Rank 3 (BASE) vs rank 1 (NEW): w3 → w1</h2>" in page
+    assert "<p class=note>paired by file order (the traces do not record the same ranks): rank 2 (BASE)" in page
+
+    fewer = compare_runs(base, one)  # counts differ too: the note says the pair was not rank to rank
+    assert fewer.notes[0] == "rank counts differ: BASE has 2, NEW has 1; compared 1 pair in file order"
+    assert fewer.unmatched_base == ["rank 3 (w3)"]
+
+
+def test_the_diff_names_kernels_as_the_summary_does_and_cuts_no_last_column(tmp_path):
+    d = diff_of(tmp_path, switched(edited()))
+    text = render_diff(d).splitlines()
+    # the row the summary prints as "vectorized_elementwise_kernel<GeluCUDAKernelImpl>" (was "...<GeluCUDAKer...")
+    assert "  removed           12>0     0.786     0.000    -0.786  -100.0  " \
+           "vectorized_elementwise_kernel<GeluCUDAKernelImpl>" in text
+    sdpa = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_cga1x1x1_kernel0_0"
+    assert any(line.startswith("  removed           12>0") and line.endswith(f"  {sdpa}") for line in text)
+    assert f"      - {sdpa}" in text  # the op group's kernels, whole too
+    assert "      + flash_fwd_kernel<Flash_fwd_kernel_traits>" in text
+    summary = render_runs(summarize_paths([str(tmp_path / "base" / "x.pt.trace.json.gz")]))
+    assert "     3.7      0.786      12      65.5  vectorized_elementwise_kernel<GeluCUDAKernelImpl>" in summary
+    assert not any(line.endswith("...") for line in text + summary.splitlines())

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from lightx2v.trace_browser.files import Trace
 from lightx2v.trace_browser.overview import BUSY, CPU, IDLE, WARN, bar
 from lightx2v.trace_files import is_json_trace_name
-from lightx2v.trace_summary.diff import ADDED, REMOVED, Delta, RankDiff, RunDiff
+from lightx2v.trace_summary.diff import ADDED, REMOVED, Delta, RankDiff, RunDiff, pair_label
 from lightx2v.trace_summary.model import RankSummary, RunSummary
 from lightx2v.trace_summary.render import format_ms
 
@@ -204,16 +204,23 @@ def _ranks_section(diff: RunDiff) -> str:
     for r in diff.ranks:
         d = r.step_wall_us
         rows.append(
-            f"<tr><td>{_e('–' if r.rank is None else r.rank)}</td><td>{_e(r.base_worker)}</td>"
+            f"<tr><td>{_e(_rank_cell(r))}</td><td>{_e(r.base_worker)}</td>"
             f"<td>{_e(r.new_worker)}</td><td class=num>{_ms(d.base)}</td><td class=num>{_ms(d.new)}</td>"
             f"<td class=pair>{_pair_bars(d, longest)}</td>"
             f"<td class=num{_delta_class(d.delta)}>{_signed_ms(d.delta)}</td>"
             f"<td class=num{_delta_class(d.delta)}>{_signed_pct(d.delta_pct)}</td></tr>")
     stragglers = "".join(f"<p class=straggler-line>{side} straggler: <strong>{_e(s.straggler)}</strong></p>"
                          for side, s in (("BASE", diff.base), ("NEW", diff.new)) if s.straggler)
-    return ("<section id=ranks><h2>Ranks, rank to rank (mean step wall)</h2>"
+    return (f"<section id=ranks><h2>Ranks, paired {_e(diff.pairing)} (mean step wall)</h2>"
             + _table(["rank", "BASE worker", "NEW worker", "BASE ms", "NEW ms", "BASE over NEW", "Δ ms", "Δ %"],
                      rows, "ranks", "no rank pairs") + stragglers + "</section>")
+
+
+def _rank_cell(r: RankDiff) -> str:
+    """``1``, or ``3 → 1`` for a pair whose traces record different ranks (paired by file order)."""
+    if r.base_rank == r.new_rank:
+        return "–" if r.rank is None else str(r.rank)
+    return " → ".join("–" if rank is None else str(rank) for rank in (r.base_rank, r.new_rank))
 
 
 def _pair_bars(d: Delta, scale: float) -> str:
@@ -225,7 +232,8 @@ def _rank_pair(rd: RankDiff, base: RankSummary | None, new: RankSummary | None, 
     h3 = "h3"
     out = [f"<section class=rank-pair id=\"pair-{_e(rd.rank if rd.rank is not None else rd.base_worker)}\">"]
     if several:  # one pair: the page's heading and verdict are this pair's
-        who = f"Rank {rd.rank if rd.rank is not None else '?'}: "
+        label = pair_label(rd) if rd.rank is not None or rd.base_rank != rd.new_rank else "rank ?"
+        who = f"{label[:1].upper()}{label[1:]}: "
         out.append(f"<h2>{_e(who)}{_e(rd.base_worker)} → {_e(rd.new_worker)}</h2>")
         out.append(f"<p class=verdict>{_e(rd.verdict)}</p>")
     out.append(_figures(rd))

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from lightx2v.trace_summary import memory as memory_answers
 from lightx2v.trace_summary.analyze import IDLE_FLAG_RATIO
+from lightx2v.trace_summary.devices import unlisted
 from lightx2v.trace_summary.model import DeviceMemory, IdleStats, MemorySummary, RankSummary, RunSummary
 from lightx2v.trace_summary.render import format_bytes, format_ms, format_pct, format_signed_bytes
 
@@ -108,7 +109,7 @@ def _rank_section(r: RankSummary, timeline: str | None, several: bool) -> str:
            f"<{heading}>{_e(r.worker)}{_e(rank)}</{heading}>",
            f"<p class=meta>{_e(r.file)} · {format_bytes(r.size_bytes, '–')}{' gzip' if r.compressed else ''} · "
            f"{r.event_count:,} events · span {_ms(r.trace_span_us)} ms{link}<br>"
-           f"devices: {_e(devices or 'none recorded (CPU-only trace)')}"
+           f"devices: {_e(devices or unlisted(r.gpu))}"
            + (f"<br>versions: {_e(versions)}" if versions else "") + "</p>"]
     out += [f"<p class=note>{_e(note)}</p>" for note in r.notes]
     out.append(_steps(r))

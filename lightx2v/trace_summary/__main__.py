@@ -6,9 +6,11 @@ that is truncated or corrupt, each get one line on stderr naming the file and th
 that can be read is still printed. A folder's files that are not traces are skipped, with a one-line note on
 stderr saying how many (and in ``--json``, ``skipped_files``).
 
-Exit status: 0 when every PATH and file was read, 1 when any could not be (after printing the rest), 2 for bad
-command-line usage. With ``--diff``: 0 when both sides were read and compared, 2 when a side cannot be
-(missing, not a trace, truncated, a logdir with fewer than two runs), with the reason on stderr.
+Exit status, one convention for both modes (EXIT_STATUS, also in ``--help``): 0 when everything was read (with
+``--diff``: both sides read and compared); 1 for a data error: a PATH or trace file that is missing, not a trace,
+truncated or corrupt, a directory without traces, with ``--diff`` a side that cannot be read or a logdir with
+fewer than two runs (the reason on stderr; the summary still prints what it could read); 2 for a usage error:
+argparse's (an unknown option, ``--top 0``) and ``--diff`` with more than two paths.
 """
 
 from __future__ import annotations
@@ -27,6 +29,13 @@ from .model import SkippedFile, to_json
 from .render import render_runs
 from .render_diff import render_diff
 from .summarize import summarize_run
+
+DATA_ERROR, USAGE_ERROR = 1, 2  # exit statuses (USAGE_ERROR is argparse's own)
+EXIT_STATUS = ("Exit status (both modes): 0 when everything was read (--diff: both sides read and compared); "
+               f"{DATA_ERROR} for a data error: a PATH or trace file missing, not a trace, truncated or corrupt, a "
+               "directory without traces, a --diff logdir with fewer than two runs (each named on stderr; the "
+               f"summary still prints what it could read); {USAGE_ERROR} for a usage error: an unknown option, a "
+               "bad value (--top 0), --diff with more than two paths.")
 
 
 def _positive(text: str) -> int:
@@ -48,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
                "per rank), or a TensorBoard logdir (its newest run). Files given together from one directory "
                "are treated as the ranks of one run. --diff BASE NEW: compare two captures (each a PATH), per "
                "profiled step: step time, GPU busy and idle, kernels and CPU ops added, removed and changed, "
-               "each op's kernels, memcpy/memset, rank to rank; --diff LOGDIR compares its two newest runs.")
+               "each op's kernels, memcpy/memset, rank to rank; --diff LOGDIR compares its two newest runs. "
+               + EXIT_STATUS)
     parser.add_argument("paths", nargs="+", metavar="PATH")
     parser.add_argument("--diff", action="store_true",
                         help="compare two captures: PATH is BASE NEW, or one logdir (its two newest runs: older "
@@ -96,11 +106,12 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = None
     for exc in errors:
         print(f"trace_summary: error: {exc}", file=sys.stderr)
-    return 1 if errors else 0
+    return DATA_ERROR if errors else 0
 
 
 def _diff(paths: list[str], top: int, as_json: bool) -> int:
-    """``--diff``: both sides summarized (one pass each), compared, printed; 2 when a side cannot be read."""
+    """``--diff``: both sides summarized (one pass each), compared, printed; DATA_ERROR when a side cannot be
+    read."""
     try:
         if len(paths) == 1:
             if not os.path.isdir(paths[0]):
@@ -117,7 +128,7 @@ def _diff(paths: list[str], top: int, as_json: bool) -> int:
         diff = compare_runs(base, new)
     except TraceError as exc:
         print(f"trace_summary: error: {exc}", file=sys.stderr)
-        return 2
+        return DATA_ERROR
     except KeyboardInterrupt:
         return 130
     for run in (base, new):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .model import Device
+from .model import Device, GpuTotals
 from .names import rank_from_name
 
 
@@ -21,6 +21,19 @@ def devices(props: Any) -> list[Device]:
             compute_capability=f"{major}.{minor}" if isinstance(major, int) and isinstance(minor, int) else None,
         ))
     return out
+
+
+def unlisted(gpu: GpuTotals | None) -> str:
+    """What the report says for a trace without ``deviceProperties``: CPU-only only when it has no GPU activity
+    (older kineto versions and some exporters leave the properties out of a GPU trace)."""
+    if gpu is None:
+        return "none recorded (CPU-only trace)"
+    return (f"not recorded in the trace (GPU activity seen on {_count(gpu.devices, 'device')}, "
+            f"{_count(gpu.streams, 'stream')})")
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
 
 
 def rank_and_world(meta: dict[str, Any], path: str) -> tuple[int | None, int | None]:

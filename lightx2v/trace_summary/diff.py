@@ -19,8 +19,10 @@ held. Definitions (also in docs/trace_summary.md, "Compare two captures"):
   inside ``aten::scaled_dot_product_attention`` (flash instead of math, another GEMM tile) reads as that op's
   kernels changed, and inner ops that differ by lowering (``_efficient_attention_forward`` vs
   ``_flash_attention_forward``) match through it.
-- Several ranks: rank N is compared with rank N (files in order when ranks are not recorded); the run's step
-  time is its slowest rank's mean step wall.
+- Several ranks: rank N is compared with rank N (``pairing`` "by rank"); when the two sides do not both record
+  distinct ranks with some in common, the files are paired in order ("by file order"), and a pair whose traces
+  record different ranks is named ``rank 3 (BASE) vs rank 1 (NEW)``. The run's step time is its slowest rank's
+  mean step wall.
 - Change or noise (``noise``): the step wall, each op group, kernel and CPU op is judged on its per-step values;
   the verdict names only changes beyond noise, and says "no change beyond noise (±x%)" when there is none, or
   that it cannot tell when a side has a single step. A delta that rounds to zero in the report is "same".
@@ -51,6 +53,10 @@ VERDICT_GROUPS = 2  # op groups (CPU ops, without GPU work) named in the verdict
 # Status words of KernelChange / CpuOpChange / OpChange rows.
 ADDED, REMOVED, CHANGED, SAME = "added", "removed", "changed", "same"
 KERNELS_CHANGED = "kernels changed"  # an op group present on both sides that launches other kernels
+
+# How RunDiff.pairing says the ranks of BASE and NEW were paired.
+BY_RANK, BY_FILE_ORDER = "by rank", "by file order"
+PAIRS_NAMED = 4  # rank pairs named in the note on pairs of different ranks
 
 
 @dataclass
@@ -116,9 +122,11 @@ class OpKernels:
 
 @dataclass
 class RankDiff:
-    """One rank of BASE against the same rank of NEW."""
+    """One rank of BASE against the same rank of NEW (or, paired by file order, against another rank)."""
 
-    rank: Optional[int]
+    rank: Optional[int]  # NEW's rank (BASE's when NEW records none); kept for compatibility: see base/new_rank
+    base_rank: Optional[int]  # the rank BASE's trace records (distributedInfo or file name), None when none
+    new_rank: Optional[int]
     base_worker: str
     new_worker: str
     base_file: str
@@ -156,7 +164,8 @@ class RunDiff:
     new: SideInfo
     verdict: str  # the one line printed first
     step_wall_us: Delta  # the runs' step times (the slowest rank's mean, per side)
-    ranks: list[RankDiff]  # pairs of ranks, rank to rank
+    pairing: str  # BY_RANK (rank N with rank N) or BY_FILE_ORDER (the files in order)
+    ranks: list[RankDiff]  # pairs of ranks, rank to rank (by file order: see each pair's base_rank, new_rank)
     unmatched_base: list[str] = field(default_factory=list)  # ranks of BASE without a partner in NEW
     unmatched_new: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. "rank counts differ: BASE 2, NEW 1"
@@ -169,14 +178,20 @@ def compare_runs(base: RunSummary, new: RunSummary) -> RunDiff:
     for side, run in (("BASE", base), ("NEW", new)):
         if not run.ranks:
             raise ValueError(f"{side} ({run.path}) has no readable trace")
-    pairs, lone_base, lone_new = _pair_ranks(base.ranks, new.ranks)
+    pairs, lone_base, lone_new, pairing = _pair_ranks(base.ranks, new.ranks)
     rank_diffs = [compare_ranks(b, n) for b, n in pairs]
     notes = []
     if len(base.ranks) != len(new.ranks):
         notes.append(f"rank counts differ: BASE has {len(base.ranks)}, NEW has {len(new.ranks)}; "
-                     f"compared {len(pairs)} pair{'s' if len(pairs) != 1 else ''} rank to rank")
+                     f"compared {len(pairs)} pair{'s' if len(pairs) != 1 else ''} "
+                     + ("rank to rank" if pairing == BY_RANK else "in file order"))
     elif lone_base:
         notes.append("the two runs hold different ranks: compared the ones both have")
+    crossed = [r for r in rank_diffs if r.base_rank != r.new_rank]
+    if crossed:
+        more = f", and {len(crossed) - PAIRS_NAMED} more" if len(crossed) > PAIRS_NAMED else ""
+        notes.append("paired by file order (the traces do not record the same ranks): "
+                     + ", ".join(pair_label(r) for r in crossed[:PAIRS_NAMED]) + more)
     b_info, n_info = _side(base), _side(new)
     step = _delta(b_info.step_wall_us, n_info.step_wall_us)
     if len(rank_diffs) == 1 and len(base.ranks) == len(new.ranks) == 1:
@@ -185,7 +200,7 @@ def compare_runs(base: RunSummary, new: RunSummary) -> RunDiff:
         step_noise = judge(_walls(_slowest(base.ranks)), _walls(_slowest(new.ranks)))
         verdict = _verdict(step, step_noise, _mean_group_deltas(rank_diffs), "per step of the slowest rank")
     return RunDiff(base=b_info, new=n_info, verdict=verdict, step_wall_us=step, step_noise=step_noise,
-                   ranks=rank_diffs,
+                   pairing=pairing, ranks=rank_diffs,
                    unmatched_base=[_who(r) for r in lone_base], unmatched_new=[_who(r) for r in lone_new],
                    notes=notes)
 
@@ -198,7 +213,7 @@ def compare_ranks(base: RankSummary, new: RankSummary) -> RankDiff:
     step = _delta(_mean(s.wall_us for s in base.steps), _mean(s.wall_us for s in new.steps))
     step_noise = judge(_walls(base), _walls(new))
     diff = RankDiff(
-        rank=new.rank if new.rank is not None else base.rank,
+        rank=new.rank if new.rank is not None else base.rank, base_rank=base.rank, new_rank=new.rank,
         base_worker=base.worker, new_worker=new.worker, base_file=base.file, new_file=new.file,
         base_steps=len(base.steps), new_steps=len(new.steps),
         step_wall_us=step,
@@ -226,6 +241,19 @@ def _verdict_deltas(r: RankDiff) -> list[tuple[str, float, Optional[Noise]]]:
     if r.ops:
         return [(group_name(o), o.gpu_time_per_step_us.delta or 0.0, o.noise) for o in r.ops]
     return [(c.name, c.self_per_step_us.delta or 0.0, c.noise) for c in r.cpu_ops]
+
+
+def pair_label(r: RankDiff) -> str:
+    """``rank 1`` for a pair of the same rank; ``rank 3 (BASE) vs rank 1 (NEW)`` when its traces record different
+    ranks (paired by file order; a side without a recorded rank is named by its worker)."""
+    if r.base_rank == r.new_rank:
+        return f"rank {'-' if r.rank is None else r.rank}"
+    return (f"{_rank_or_worker(r.base_rank, r.base_worker)} (BASE) vs "
+            f"{_rank_or_worker(r.new_rank, r.new_worker)} (NEW)")
+
+
+def _rank_or_worker(rank: int | None, worker: str) -> str:
+    return f"rank {rank}" if rank is not None else worker
 
 
 def group_name(op: OpKernels) -> str:
@@ -484,8 +512,9 @@ def _side(run: RunSummary) -> SideInfo:
 
 
 def _pair_ranks(base: list[RankSummary], new: list[RankSummary]
-                ) -> tuple[list[tuple[RankSummary, RankSummary]], list[RankSummary], list[RankSummary]]:
-    """Rank N with rank N when both sides record distinct ranks, else the files in order."""
+                ) -> tuple[list[tuple[RankSummary, RankSummary]], list[RankSummary], list[RankSummary], str]:
+    """(pairs, BASE's and NEW's ranks left without a partner, BY_RANK or BY_FILE_ORDER): rank N with rank N
+    when both sides record distinct ranks and share some, else the files in order."""
     def by_rank(ranks: list[RankSummary]) -> dict[int, RankSummary] | None:
         numbers = [r.rank for r in ranks]
         if None in numbers or len(set(numbers)) != len(numbers):
@@ -495,9 +524,9 @@ def _pair_ranks(base: list[RankSummary], new: list[RankSummary]
     b, n = by_rank(base), by_rank(new)
     if b is not None and n is not None and (set(b) & set(n) or not (b or n)):
         pairs = [(b[k], n[k]) for k in sorted(set(b) & set(n))]
-        return pairs, [b[k] for k in sorted(set(b) - set(n))], [n[k] for k in sorted(set(n) - set(b))]
+        return pairs, [b[k] for k in sorted(set(b) - set(n))], [n[k] for k in sorted(set(n) - set(b))], BY_RANK
     count = min(len(base), len(new))
-    return list(zip(base[:count], new[:count], strict=True)), base[count:], new[count:]
+    return list(zip(base[:count], new[:count], strict=True)), base[count:], new[count:], BY_FILE_ORDER
 
 
 def diff_to_json(diff: RunDiff) -> dict[str, Any]:

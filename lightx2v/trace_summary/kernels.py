@@ -66,6 +66,7 @@ def gpu_work(c: Collected) -> GpuWork:
             memcpy_us=sum((m.total_us for m in memory_ops if m.kind == "memcpy"), 0.0),
             memset_us=sum((m.total_us for m in memory_ops if m.kind == "memset"), 0.0),
             streams=len(c.streams),
+            devices=len({pid for pid, _ in c.streams}),
         )
     return GpuWork(kernels=kernels, memory_ops=memory_ops, totals=totals, busy=busy, comm=comm,
                    kernel_starts=starts, is_kernel=is_kernel)

@@ -112,6 +112,7 @@ class GpuTotals:
     memcpy_us: float
     memset_us: float
     streams: int
+    devices: int  # devices with GPU activity (distinct pids of its events), named in deviceProperties or not
 
 
 @dataclass

@@ -2,6 +2,8 @@
 
     short_name("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, ...)")
     # 'vectorized_elementwise_kernel<FillFunctor>'
+    short_name("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_32x6_tn_align4>(...::Params)")
+    # 'cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_32x6_tn_align4>'
     worker_name("rank1_node7.1732873.pt.trace.json.gz")   # 'rank1_node7'
     rank_from_name("trace.rank3.json")                     # 3
 """
@@ -19,28 +21,122 @@ _RANK_RE = re.compile(r"(?:^|[^a-z])rank[_\-.]?(\d+)", re.IGNORECASE)
 
 
 def short_name(name: str, width: int = 0) -> str:
-    """``kernel<FirstTypeArg>`` without namespaces, return type and parameters; cut to ``width`` if > 0.
+    """A kernel's name for a text table: one rule for the summary, ``--diff`` and the trace browser.
 
-    C++ kernel names are mostly template noise; the kernel's own name plus its first named template argument
-    (usually the functor: ``CUDAFunctor_add``, ``GeluCUDAKernelImpl``) is what tells two kernels apart.
+    Demangle-style: the return type (``void``, ``std::enable_if<...>::type``), the parameter list and
+    ``(anonymous namespace)`` go; the kernel's own name stays (the last part of its qualified name; a bare
+    ``kernel`` / ``Kernel`` / ``device_kernel`` keeps its namespace: ``cutlass::Kernel<...>``), with its first
+    named template argument (the functor or tile config: ``CUDAFunctor_add``, ``GeluCUDAKernelImpl``; numbers,
+    ``true``/``false``, builtin types and ``decltype(...)`` are skipped), since the rest is template noise. Names
+    that are not C++ (``nvjet_sm90_...``, ``triton_...``) are kept whole; an Itanium-mangled name (``_ZN...``)
+    gets the same treatment from its leading components. Cut to ``width`` (``cut``) if > 0: only a column in
+    the middle of a row is cut; the last column of a table shows the whole short name.
     """
     s = name.strip()
-    if s.startswith("void "):
-        s = s[5:]
+    if s.startswith("_Z"):
+        out = _mangled(s) or s
+        return cut(out, width) if width else out
+    s = s.replace("(anonymous namespace)::", "").replace("{anonymous}::", "")
+    s = _drop_return_type(_drop_params(s))
     base, targs, _ = _split_angle(s)
-    base = _last_component(_drop_params(base))
-    arg = next((a for a in _split_top(targs) if any(c.isalpha() for c in a) and a not in _PLAIN_ARGS), None)
-    out = f"{base}<{_last_component(_cut_at(arg, '(<'))}>" if arg else base
+    base = _own_name(base)
+    arg = next((a for a in map(_arg_name, _split_top(targs)) if a), None)
+    out = f"{base}<{arg}>" if arg else base
     out = out.strip() or name
     return cut(out, width) if width else out
 
 
 def cut(text: str, width: int) -> str:
-    """``text`` cut to ``width`` characters, ending in ``...`` when it was longer."""
+    """``text`` cut to ``width`` characters, ending in ``...`` when it was longer: for a column in the middle of a
+    row (the last column is never cut)."""
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-_PLAIN_ARGS = frozenset({"true", "false", "float", "double", "int", "bool", "long", "unsigned int", "half"})
+_PLAIN_ARGS = frozenset({"true", "false", "float", "double", "int", "bool", "long", "unsigned int", "half", "char",
+                         "short", "unsigned", "unsigned long", "long long", "unsigned long long", "unsigned char",
+                         "signed char", "unsigned short", "decltype", "nullptr"})
+_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?[uUlLfF]*$")  # 4, 1ul, 0u, 1.0f
+_GENERIC = re.compile(r"^(device_)?[kK]ernel\d*$")  # names that say nothing without their namespace
+
+
+def _own_name(qualified: str) -> str:
+    """``vectorized_elementwise_kernel`` of ``at::native::vectorized_elementwise_kernel``; ``cutlass::Kernel``."""
+    parts = [p.strip() for p in qualified.strip().split("::")]
+    if len(parts) > 1 and _GENERIC.match(parts[-1]):
+        return "::".join(parts[-2:])
+    return parts[-1]
+
+
+def _arg_name(arg: str) -> str:
+    """A template argument's own name (``CUDAFunctor_add`` of ``at::native::CUDAFunctor_add<float>``), or ""
+    for one that tells kernels apart by nothing but a number, a flag or a builtin type."""
+    arg = arg.strip()
+    if not arg or arg.startswith("(") or _NUMBER.match(arg):
+        return ""
+    arg = _last_component(_cut_at(arg, "(<"))
+    if arg.endswith((" const", "*", "&")):
+        arg = arg.removesuffix(" const").rstrip("*& ")
+    if not any(c.isalpha() for c in arg) or arg in _PLAIN_ARGS or _NUMBER.match(arg):
+        return ""
+    return arg
+
+
+def _drop_return_type(s: str) -> str:
+    """The text after the last space outside ``<>``, ``()``, ``{}`` and ``[]``: ``void f<T>`` -> ``f<T>``."""
+    depth = 0
+    last = -1
+    for i, ch in enumerate(s):
+        if ch in "<({[":
+            depth += 1
+        elif ch in ">)}]":
+            depth -= 1
+        elif ch == " " and depth == 0:
+            last = i
+    return s[last + 1:] if last >= 0 and s[last + 1:] else s
+
+
+def _mangled(s: str) -> str:
+    """``cutlass_cudnn_train::Kernel<ImplicitGemmConvolution>`` of ``_ZN19cutlass_cudnn_train6KernelINS_4conv...``:
+    the nested name's components and the last component of the first template argument's name; "" when the
+    name does not start that way."""
+    i = 3 if s.startswith("_ZN") else 2
+    parts, i = _source_names(s, i)
+    if not parts:
+        return ""
+    out = _own_name("::".join(parts))
+    if i < len(s) and s[i] == "I":  # template arguments: the first one's name, when it is a name
+        j = i + 1
+        while j < len(s) and not s[j].isdigit():
+            if s.startswith(("St", "Sa", "Sb", "Ss", "Si", "So", "Sd"), j):  # std:: and its abbreviations
+                j += 2
+            elif s[j] == "S":  # a substitution, S_ or S<seq-id>_
+                end = s.find("_", j)
+                if end < 0:
+                    break
+                j = end + 1
+            elif s[j] in "NKVr":  # a nested name's start, qualifiers
+                j += 1
+            else:  # a builtin type or a literal: no name
+                break
+        arg, _ = _source_names(s, j)
+        if arg and arg[-1] not in _PLAIN_ARGS:
+            out += f"<{arg[-1]}>"
+    return out
+
+
+def _source_names(s: str, i: int) -> tuple[list[str], int]:
+    """The ``<length><identifier>`` run from ``i`` of a mangled name: (identifiers, where the run ends)."""
+    parts = []
+    while i < len(s) and s[i].isdigit():
+        j = i
+        while j < len(s) and s[j].isdigit():
+            j += 1
+        n = int(s[i:j])
+        if n == 0 or j + n > len(s):
+            break
+        parts.append(s[j:j + n])
+        i = j + n
+    return parts, i
 
 
 def _split_angle(s: str) -> tuple[str, str, str]:

@@ -1,4 +1,9 @@
-"""The plain-text report: compact tables for a terminal over SSH (ASCII only, <= ~110 columns)."""
+"""The plain-text report: compact tables for a terminal over SSH (ASCII only, <= ~110 columns but for names).
+
+Names in the last column of a table (kernels, CPU ops, allocating ops, code locations) are never cut: a kernel
+shows its whole ``short_name`` (one rule, ``names.short_name``, for the summary, ``--diff`` and the browser).
+A name in a column in the middle of a row is cut to the column with ``...`` (``names.cut``).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from .devices import unlisted
 from .memory import HINT as MEMORY_HINT
 from .memory import LEAK_MIN_STEPS
 from .model import IdleStats, MemorySummary, RankSummary, RunSummary, SkippedEvents, SnapshotSummary, StepStats
@@ -14,7 +20,6 @@ from .ranks import LOCKSTEP_SPREAD
 from .ratios import percent
 from .steps import IDLE_FLAG_RATIO, cause_times, idle_advice
 
-NAME_WIDTH = 72
 MAX_STEP_ROWS = 12
 
 _Step = TypeVar("_Step")
@@ -67,7 +72,7 @@ def render_rank(r: RankSummary) -> str:
         + (f" (sm {d.compute_capability}" if d.compute_capability else " (")
         + (f", {d.memory_bytes / 2**30:.1f} GiB)" if d.memory_bytes else ")")
         for d in r.devices)
-    lines.append(f"  devices   {devices or 'none recorded (CPU-only trace)'}")
+    lines.append(f"  devices   {devices or unlisted(r.gpu)}")
     if r.versions:
         lines.append("  versions  " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in r.versions.items()))
     lines.append(f"  steps     {_step_names(r.steps)}")
@@ -108,7 +113,7 @@ def render_rank(r: RankSummary) -> str:
             lines += ["", f"GPU kernels: none ({totals})"]
         for k in r.top_kernels:
             lines.append(f"  {k.pct_of_gpu_time:6.1f} {_ms(k.total_us):>10} {k.calls:>7} {k.mean_us:9.1f}  "
-                         f"{_cut(k.short_name, NAME_WIDTH)}")
+                         f"{k.short_name}")
         if r.memory_ops:
             lines += ["", "Memory copies and sets"]
             for m in r.memory_ops:
@@ -125,7 +130,7 @@ def render_rank(r: RankSummary) -> str:
                   f"  {'% self':>6} {'self ms':>10} {'total ms':>10} {'calls':>7}  op"]
         for op in r.top_cpu_ops:
             lines.append(f"  {op.pct_of_cpu_self:6.1f} {_ms(op.self_us):>10} {_ms(op.total_us):>10} {op.calls:>7}  "
-                         f"{_cut(op.name, NAME_WIDTH)}")
+                         f"{op.name}")
     else:
         lines += ["", "CPU ops: none recorded"]
     return "\n".join(lines)
@@ -172,7 +177,7 @@ def _memory_lines(m: MemorySummary | None) -> list[str]:
                       f"  {'self':>10} {'with children':>14} {'live at peak':>13} {'allocs':>7}  op"]
         for op in d.top_ops:
             lines.append(f"  {format_bytes(op.self_bytes):>10} {format_bytes(op.total_bytes):>14} "
-                         f"{format_bytes(op.live_at_peak_bytes):>13} {op.allocations:>7}  {_cut(op.name, NAME_WIDTH)}")
+                         f"{format_bytes(op.live_at_peak_bytes):>13} {op.allocations:>7}  {op.name}")
         if d.unattributed_bytes:
             lines.append(f"  {format_bytes(d.unattributed_bytes)} allocated outside any CPU op")
     for snap in m.snapshots:
@@ -184,8 +189,7 @@ def _memory_lines(m: MemorySummary | None) -> list[str]:
                       f"{format_bytes(snap.peak_bytes)}: {held}{other}",
                   f"  {'bytes':>10} {'blocks':>7}  where (innermost frame in your code)"]
         for site in snap.sites:
-            lines.append(f"  {format_bytes(site.bytes):>10} {site.blocks:>7}  {site.location} "
-                         f"{_cut(site.function, 40)}")
+            lines.append(f"  {format_bytes(site.bytes):>10} {site.blocks:>7}  {site.location} {site.function}")
     return lines
 
 

@@ -1,15 +1,16 @@
 """The plain-text report of ``--diff``: the verdict first, then BASE / NEW / delta tables (ASCII, <= ~110 columns).
 
-Every figure is per profiled step (see ``diff``); "calls" columns read ``BASE>NEW``.
+Every figure is per profiled step (see ``diff``); "calls" columns read ``BASE>NEW``. Names follow the summary's
+rule (``render``): kernels by ``names.short_name``, and the last column of a row (kernel, op, group, workers,
+the kernels listed under a group) is never cut.
 """
 
 from __future__ import annotations
 
-from .diff import ADDED, REMOVED, SAME, Delta, OpKernels, RankDiff, RunDiff, group_path
-from .names import cut, short_name
+from .diff import ADDED, REMOVED, SAME, Delta, OpKernels, RankDiff, RunDiff, group_path, pair_label
+from .names import short_name
 from .render import format_bytes, format_ms
 
-NAME_WIDTH = 44
 KERNEL_LIST = 3  # kernels named under an op group whose kernels changed, per side
 
 
@@ -28,16 +29,22 @@ def render_diff(diff: RunDiff, top: int = 10) -> str:
             lines.append(f"  only in {tag}: {', '.join(lone)}")
     several = len(diff.ranks) > 1 or b.ranks > 1 or n.ranks > 1
     if several:
+        cells = [_rank_cell(r) for r in diff.ranks]
+        width = max([4, *map(len, cells)])
         lines += ["", "Run step time: each side's slowest rank's mean step wall", _table_head("per step"),
                   _row("step wall ms", diff.step_wall_us),
-                  "", f"  {'rank':>4}  {'BASE step ms':>12} {'NEW step ms':>12} {'delta ms':>10} {'%':>7}  workers"]
-        for r in diff.ranks:
+                  "", f"Ranks, paired {diff.pairing}"
+                  + (" (rank B>N: BASE's and NEW's rank differ)" if any(">" in c for c in cells) else ""),
+                  f"  {'rank':>{width}}  {'BASE step ms':>12} {'NEW step ms':>12} {'delta ms':>10} {'%':>7}  workers"]
+        for r, cell in zip(diff.ranks, cells, strict=True):
             d = r.step_wall_us
-            lines.append(f"  {_opt(r.rank):>4}  {format_ms(d.base):>12} {format_ms(d.new):>12} {_sms(d.delta):>10} "
-                         f"{_pct(d.delta_pct):>7}  {cut(r.base_worker, 24)} > {cut(r.new_worker, 24)}")
+            lines.append(f"  {cell:>{width}}  {format_ms(d.base):>12} {format_ms(d.new):>12} {_sms(d.delta):>10} "
+                         f"{_pct(d.delta_pct):>7}  {r.base_worker} > {r.new_worker}")
     for r in diff.ranks:
         if several:
-            lines += ["", "=" * 100, f"Rank {_opt(r.rank)}: {r.verdict}"]
+            lines += ["", "=" * 100, f"{_capital(pair_label(r))}: {r.verdict}"]
+        elif r.base_rank != r.new_rank:
+            lines += ["", f"{_capital(pair_label(r))}, paired {diff.pairing}"]
         lines += ["", render_rank_diff(r, top)]
     return "\n".join(lines) + "\n"
 
@@ -78,11 +85,11 @@ def render_rank_diff(r: RankDiff, top: int = 10) -> str:
         for k in kernels[:top]:
             row = (f"  {k.status:<8} {_calls(k.calls_per_step):>13} {format_ms(k.time_per_step_us.base):>9} "
                    f"{format_ms(k.time_per_step_us.new):>9} {_sms(k.time_per_step_us.delta):>9} "
-                   f"{_pct(k.time_per_step_us.delta_pct):>7}  {cut(k.short_name, NAME_WIDTH)}")
+                   f"{_pct(k.time_per_step_us.delta_pct):>7}  {k.short_name}")
             lines.append(row)
             if k.status in (ADDED, REMOVED) and k.ops:  # where it came from or went: the op group table's row
                 more = f" (and {len(k.ops) - 1} more)" if len(k.ops) > 1 else ""
-                lines.append(f"      launched by {cut(k.ops[0], 80)}{more}")
+                lines.append(f"      launched by {k.ops[0]}{more}")
         if len(kernels) > top:
             lines.append(f"  ... {len(kernels) - top} more")
 
@@ -96,7 +103,7 @@ def render_rank_diff(r: RankDiff, top: int = 10) -> str:
         for op in ops[:top]:
             d = op.self_per_step_us
             lines.append(f"  {op.status:<8} {_calls(op.calls_per_step):>13} {format_ms(d.base):>9} "
-                         f"{format_ms(d.new):>9} {_sms(d.delta):>9} {_pct(d.delta_pct):>7}  {cut(op.name, NAME_WIDTH)}")
+                         f"{format_ms(d.new):>9} {_sms(d.delta):>9} {_pct(d.delta_pct):>7}  {op.name}")
         if len(ops) > top:
             lines.append(f"  ... {len(ops) - top} more")
     return "\n".join(lines)
@@ -105,12 +112,12 @@ def render_rank_diff(r: RankDiff, top: int = 10) -> str:
 def _op_lines(o: OpKernels) -> list[str]:
     d = o.gpu_time_per_step_us
     lines = [f"  {o.status:<15} {_calls(o.kernel_calls_per_step):>13} {format_ms(d.base):>9} {format_ms(d.new):>9} "
-             f"{_sms(d.delta):>9} {_pct(d.delta_pct):>7}  {cut(group_path(o.label, o.op), NAME_WIDTH)}"]
+             f"{_sms(d.delta):>9} {_pct(d.delta_pct):>7}  {group_path(o.label, o.op)}"]
     for sign, names in (("-", o.kernels_removed), ("+", o.kernels_added)):
         if o.status in (ADDED, REMOVED):
             break
         for name in names[:KERNEL_LIST]:
-            lines.append(f"      {sign} {cut(short_name(name), 90)}")
+            lines.append(f"      {sign} {short_name(name)}")
         if len(names) > KERNEL_LIST:
             lines.append(f"      {sign} ... {len(names) - KERNEL_LIST} more")
     if o.launchers_base and o.launchers_new and set(o.launchers_base) != set(o.launchers_new):
@@ -148,6 +155,17 @@ def _pct(pct: float | None) -> str:
 
 def _bytes(value: float | None) -> str:
     return format_bytes(round(value)) if value is not None else "-"
+
+
+def _rank_cell(r: RankDiff) -> str:
+    """The rank table's rank: ``1``, or ``3>1`` for a pair of different ranks (BASE>NEW, as the calls columns)."""
+    if r.base_rank == r.new_rank:
+        return _opt(r.rank)
+    return f"{_opt(r.base_rank)}>{_opt(r.new_rank)}"
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _opt(value: object) -> str:

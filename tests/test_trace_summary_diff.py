@@ -362,7 +362,7 @@ def test_runs_without_a_common_rank_pair_in_file_order_and_name_each_pair(tmp_pa
     assert "  rank  BASE step ms  NEW step ms   delta ms       %  workers" in text
     assert "   2>0        22.241       22.241     +0.000    +0.0  w2 > w0" in text
     assert "   3>1        22.241       22.241     +0.000    +0.0  w3 > w1" in text
-    assert "Rank 2 (BASE) vs rank 0 (NEW): NEW is about as fast per step (+0.000 ms, +0.0%)" in text
+    assert f"Rank 2 (BASE) vs rank 0 (NEW): NEW is about as fast per step (+0.000 ms, +0.0%); {MORE_STEPS}" in text
 
     page = render_compare(d, base, new, base_path="base", new_path="new", overview_url=lambda path: path)
     assert "<h2>Ranks, paired by file order (mean step wall)</h2>" in page and "<tr><td>2 → 0</td>" in page

@@ -1,0 +1,94 @@
+"""Change or noise: the rule (noise.judge) on hand-made per-step values, then ``--diff`` on real CPU captures of a
+user's two-function script (tests/programs/two_functions.py) through the drop-in, 5 active steps a side."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lightx2v.trace_summary import compare_runs, summarize_paths
+from lightx2v.trace_summary.noise import NOISE, RANGES, RANK_TEST, REAL, UNTESTED, judge, mann_whitney_p
+
+REPO = Path(__file__).resolve().parent.parent
+PROGRAM = REPO / "tests" / "programs" / "two_functions.py"
+
+
+@pytest.mark.parametrize("x, y, p", [
+    ([1, 2, 3, 4, 5], [6, 7, 8, 9, 10], 2 / 252),  # complete separation: 2 of the C(10, 5) splits
+    ([6, 7, 8, 9, 10], [1, 2, 3, 4, 5], 2 / 252),
+    ([1, 2, 3, 4], [5, 6, 7, 8], 2 / 70),
+    ([1, 2, 3, 5], [4, 6, 7, 8], 4 / 70),  # one swap: the rank sum 11 or less in 2 of 70 splits, each tail
+    ([1, 2, 3, 4, 5], [1, 2, 3, 4, 5], 1.0),
+    ([1, 1, 1, 1], [1, 1, 1, 1], 1.0),  # all tied
+    ([1, 2, 2, 3], [2, 3, 3, 4], 2 / 7),  # ties: mid-ranks 1, 3, 3, 6 (sum 13); 10 of 70 splits sum 13 or less
+])
+def test_mann_whitney_exact_p(x, y, p):
+    assert mann_whitney_p(x, y) == pytest.approx(p)
+
+
+def test_the_rule_needs_both_a_test_and_a_big_enough_effect():
+    base = [100.0, 101.0, 99.0, 100.5, 99.5]
+    slower = [v * 1.10 for v in base]
+    r = judge(base, slower)
+    assert (r.verdict, r.test) == (REAL, RANK_TEST) and r.p_value == pytest.approx(2 / 252)
+    assert r.effect_us == pytest.approx(10.0) and r.noise_pct == pytest.approx(1.0)
+    # separated, but only 1% (and 1 us): not worth a name
+    assert judge(base, [v + 1.0 for v in base]).verdict == NOISE
+    # 5% apart but overlapping steps (one slow step on each side): the rank test does not reach 0.05
+    assert judge([100, 104, 98, 130, 101], [105, 103, 108, 99, 131]).verdict == NOISE
+    # two or three steps a side: separated ranges and the effect
+    r = judge([100, 102], [110, 111])
+    assert (r.verdict, r.test, r.p_value) == (REAL, RANGES, None)
+    assert judge([100, 112], [110, 111]).verdict == NOISE
+    # one step a side: nothing can be told
+    assert judge([100], [200]).verdict == UNTESTED
+    # a time of 0 in every BASE step (an op NEW added) against 20 us in every NEW step
+    assert judge([0.0] * 5, [20.0] * 5).verdict == REAL
+
+
+def capture(tmp_path: Path, name: str, *flags: str) -> Path:
+    out = tmp_path / name
+    done = subprocess.run([sys.executable, str(PROGRAM), str(out), *flags], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    (trace,) = out.glob("*/*.pt.trace.json")
+    return trace
+
+
+def test_a_doubled_matmul_is_named_as_the_cause_of_a_slower_step(tmp_path):
+    base, new = capture(tmp_path, "base"), capture(tmp_path, "new", "--double-matmul")
+    (b,), (n,) = summarize_paths([str(base)]), summarize_paths([str(new)])
+    assert len(b.ranks[0].steps) == len(n.ranks[0].steps) == 5
+    d = compare_runs(b, n)
+    assert d.verdict.startswith("NEW is ") and "slower per step" in d.verdict and "beyond noise" in d.verdict
+    first_named = d.verdict.split("); ", 1)[1]
+    assert first_named.startswith("aten::mm +"), d.verdict
+    mm = next(c for c in d.ranks[0].cpu_ops if c.name == "aten::mm")
+    assert mm.noise.verdict == REAL and mm.calls_per_step.delta == 8.0  # one more torch.mm per block, 8 blocks
+
+
+def scaled(trace: Path, out: Path, factor: float) -> Path:
+    """The capture with every time stretched by ``factor`` from its start: the same code, 1% slower."""
+    doc = json.loads(trace.read_text())
+    t0 = min(e["ts"] for e in doc["traceEvents"] if e.get("ph") == "X")
+    for e in doc["traceEvents"]:
+        if isinstance(e.get("ts"), (int, float)) and e.get("ph") == "X":
+            e["ts"] = t0 + (e["ts"] - t0) * factor
+            e["dur"] = e["dur"] * factor
+    out.write_text(json.dumps(doc))
+    return out
+
+
+def test_a_change_smaller_than_the_noise_rule_reads_as_no_change(tmp_path):
+    base = capture(tmp_path, "base")
+    new = scaled(base, tmp_path / "same_code.pt.trace.json", 1.01)
+    d = compare_runs(summarize_paths([str(base)])[0], summarize_paths([str(new)])[0])
+    noise = d.ranks[0].step_noise
+    assert d.verdict.startswith(f"no change beyond noise (±{noise.noise_pct:.1f}%) per step: NEW +1.0%"), d.verdict
+    assert "changed beyond noise" not in d.verdict  # every op is 1% slower too: none is named
+    assert math.isclose(d.ranks[0].step_wall_us.delta_pct, 1.0, rel_tol=1e-6)

@@ -1007,14 +1007,24 @@ def _size(path: str) -> str:
 
 # ------------------------------------------------------------------------------------------------ output
 def _log(level: int, message: str) -> None:
-    """Log through stdlib logging; when nothing is configured, print to stderr so a plain script shows it."""
-    if not logger.hasHandlers():
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        logger.addHandler(handler)
-        if logger.level == logging.NOTSET:
-            logger.setLevel(logging.INFO)
-    logger.log(level, message)
+    """Log through stdlib logging; while nothing is configured, print to stderr so a plain script shows it.
+
+    No handler is ever added: "configured" is decided at each message (this logger or an ancestor, the root
+    included, has a handler), so an application that calls ``logging.basicConfig()`` after the first capture
+    sees every message once, through its own handlers. A message printed while nothing is configured sets this
+    logger to INFO unless it has a level (the capture and viewing lines are INFO), which it keeps afterwards.
+    """
+    if logger.hasHandlers():
+        logger.log(level, message)
+        return
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.INFO)
+    if logger.isEnabledFor(level):
+        try:  # one write per message, so the watcher's lines and the caller's never interleave mid-line
+            sys.stderr.write(message + "\n")
+            sys.stderr.flush()
+        except (AttributeError, OSError, ValueError):  # no stderr (None), a closed or a broken one: not the caller's
+            pass
 
 
 def _viewing_hints(result: CaptureResult, cfg: TorchTraceProfileConfig) -> list[str]:

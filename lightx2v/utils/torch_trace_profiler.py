@@ -32,7 +32,8 @@ Environment switches: ``LIGHTX2V_TORCH_PROFILE=0`` (or ``false``/``off``/``no``)
 call; ``LIGHTX2V_TORCH_PROFILE_DIR`` replaces ``tb_dir``; ``LIGHTX2V_TENSORBOARD_PORT`` replaces the port shown
 in the viewing hints (e.g. the host port a container publishes); ``LIGHTX2V_TORCH_PROFILE_REMOTE=0`` keeps the
 process from being armed from outside; ``LIGHTX2V_TORCH_PROFILE_MEMORY_SNAPSHOT=1`` (or ``0``) replaces
-``memory_snapshot`` (see "the CUDA memory snapshot").
+``memory_snapshot`` (see "the CUDA memory snapshot"). A switch's value that is no on/off word keeps its default and
+is warned about once (``_env_flag``).
 
 Settings live in ``TorchTraceProfileConfig`` (defaults, a doc per field, the one check). The original LightX2V
 module's other names keep working: ``TorchTraceProfiler(cfg)`` with ``try_claim(label)`` / ``run(step_fn)`` /
@@ -85,13 +86,31 @@ logger = logging.getLogger(__name__)
 
 
 # --------------------------------------------------------------------------------------------- configuration
+ON_WORDS = ("1", "true", "yes", "on")  # an on/off switch's words, any case, spaces around ignored
+OFF_WORDS = ("0", "false", "no", "off")
+_FLAGS_WARNED: set[tuple[str, str]] = set()  # (variable, value) pairs already warned about
+_FLAGS_WARNED_LOCK = threading.Lock()
+
+
 def _env_flag(name: str, default: bool = True) -> bool:
-    """An on/off switch from the environment: ``0``/``false``/``off``/``no`` (any case) is off; unset or empty is
-    ``default``; anything else is on. The one parser of the drop-in's switches (``ENV_ENABLE``, ``ENV_REMOTE``)."""
-    value = os.environ.get(name, "").strip().lower()
+    """An on/off switch from the environment: a word of ``ON_WORDS`` is on, of ``OFF_WORDS`` off; unset or empty is
+    ``default``. Any other word (a typo: ``flase``) keeps ``default`` and warns once per variable and value. The one
+    parser of the drop-in's switches (``ENV_ENABLE``, ``ENV_REMOTE``, ``ENV_MEMORY_SNAPSHOT``)."""
+    raw = os.environ.get(name, "")
+    value = raw.strip().lower()
     if not value:
         return default
-    return value not in ("0", "false", "off", "no")
+    if value in ON_WORDS:
+        return True
+    if value in OFF_WORDS:
+        return False
+    with _FLAGS_WARNED_LOCK:
+        first = (name, raw) not in _FLAGS_WARNED
+        _FLAGS_WARNED.add((name, raw))
+    if first:
+        _log(logging.WARNING, f"[Profile] {name}={raw!r} is not an on/off word ({'/'.join(ON_WORDS)} or "
+                              f"{'/'.join(OFF_WORDS)}, any case); keeping the default: {'on' if default else 'off'}")
+    return default
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,7 +12,7 @@ import os
 import secrets
 import socket
 import time
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from lightx2v.fileio import write_atomically
 
@@ -23,6 +23,7 @@ from lightx2v.utils.torch_trace_profiler import (
     ENV_REMOTE,
     REQUEST_SUFFIX,
     STATUS_SUFFIX,
+    JobArmState,
 )
 
 SEARCH_DEPTH = 6  # folders below the one named: /data finds /data/svc/save_results/torch_profile/.capture
@@ -74,8 +75,13 @@ class Process:
 
     @property
     def job_arm(self) -> dict[str, Any]:
-        """Its part in the job's latest arm (``number``, ``state``, ``site``, ``target``, ``calls``), {} if none."""
-        return self.job.get("arm") or {}
+        """Its part in the job's latest arm (``number``, ``state``, ``reason``, ``site``, ``target``, ``calls``), {}
+        if none. ``state`` is a ``JobArmState`` (the text as written when it names none); see job_arm_state."""
+        arm = self.job.get("arm") or {}
+        if not arm:
+            return {}
+        state, reason = job_arm_state(arm)
+        return {**arm, "state": state, "reason": reason}
 
     @property
     def remote_refused(self) -> Optional[str]:
@@ -333,6 +339,23 @@ def wait_for_capture(process: Process, captures_before: int, timeout: float) -> 
         time.sleep(0.2)
     raise NotArmed(f"{process.id} is armed but has not captured within {timeout:.0f} s: its call site has not "
                    "run since (it captures at the next run())")
+
+
+def job_arm_state(arm: dict[str, Any]) -> tuple[Union[JobArmState, str], Optional[str]]:
+    """A job arm's ``state`` and ``reason`` as a status file holds them. Older drop-ins wrote the state as text
+    beginning with its word and the reason after a colon ("waiting for every rank", "armed for call 7",
+    "abandoned: rank 1 did not answer ..."): those map too. Text naming no state comes back as it is."""
+    text = str(arm.get("state") or "")
+    reason = arm.get("reason")
+    head, colon, rest = text.partition(":")
+    words = head.split()
+    try:
+        state = JobArmState(words[0] if words else text)
+    except ValueError:
+        return text, reason
+    if reason is None and colon and rest.strip():
+        reason = rest.strip()
+    return state, reason
 
 
 def _clock(epoch: Any) -> str:

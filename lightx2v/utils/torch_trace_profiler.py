@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import enum
 import gzip
 import json
 import logging
@@ -233,17 +234,20 @@ class _Session:
 
         transition      from                          to                            called by
         claim()         armed, not capturing          claimed + capturing           run(), try_claim()
-        release()       capturing                     not capturing                 run()'s finally
+        release()       capturing                     not capturing (a job arm's:   run()'s finally
+                                                      CAPTURED)
         record(result)  --                            last = result, captures + 1   _Capture (recording)
         arm()           any                           armed, generation + 1         reset_session()
         request_arm()   claimed, not capturing        armed, generation + 1         the remote-arming watcher
                         (else: refused / capturing now / already armed, nothing changes)
         join_job(job)   not capturing, no job         job, not claimed (slow path)  the watcher (a job arm)
-        plan_job(plan)  job                           job has its call, or ended    the watcher
-        job_turn(site)  job, at its call              claimed + capturing           run() (a job's ranks)
+        plan_job(plan)  job WAITING                   job ARMED, or ABANDONED       the watcher
+        job_turn(site)  job ARMED, at its call        claimed + capturing,          run() (a job's ranks)
+                                                      job CAPTURING
 
     A job arm (several ranks, see "remote arming: jobs") keeps ``claimed`` False until it ends, so every ``run()``
-    takes the slow path and asks ``job_turn`` whether this call is the one the ranks agreed on.
+    takes the slow path and asks ``job_turn`` whether this call is the one the ranks agreed on. The job arm's own
+    states move only as ``JOB_ARM_MOVES`` allows (``_JobArm.move``), and a move refused there changes nothing here.
     """
 
     def __init__(self) -> None:
@@ -270,9 +274,11 @@ class _Session:
             return self.generation
 
     def release(self) -> None:
-        """The capture that claim() allowed is over (successful or not)."""
+        """The capture that claim() (or job_turn()) allowed is over (successful or not)."""
         with self.lock:
             self.capturing = False
+            if self.last_job is not None and self.last_job.move(JobArmState.CAPTURED):  # a job arm's capture
+                self.job_changes += 1
 
     def record(self, result: CaptureResult) -> None:
         """A capture finished: it is the last one, and one more."""
@@ -326,15 +332,15 @@ class _Session:
             self.job_changes += 1
             return None
 
-    def plan_job(self, job: "_JobArm", plan: str) -> None:
-        """The watcher (or a rank that gave up waiting): the plan every rank agreed on, ``call <T>`` or a reason."""
+    def plan_job(self, job: "_JobArm", target: Optional[int], reason: Optional[str] = None) -> None:
+        """The watcher (or a rank that gave up waiting): the plan every rank agreed on, call ``target``, or None
+        and why not. Only the first plan of an arm counts (``JOB_ARM_MOVES``: a waiting arm moves once)."""
         with self.lock:
-            if job.target is None and job.outcome is None:
-                if plan.startswith("call "):
-                    job.target = int(plan.split()[1])
-                else:
-                    job.outcome = plan
-                    self._end_job_locked(job)
+            if target is not None and job.move(JobArmState.ARMED):
+                job.target = target
+                self.job_changes += 1
+            elif target is None and job.move(JobArmState.ABANDONED, reason):
+                self._end_job_locked(job)
                 self.job_changes += 1
         job.decided.set()
 
@@ -355,21 +361,22 @@ class _Session:
             return self.claim()
         if site is not job.site:
             return None
-        if job.target is None and job.outcome is None and job.index is not None \
-                and site.calls >= job.index + JOB_AHEAD:
+        if job.state is JobArmState.WAITING and job.index is not None and site.calls >= job.index + JOB_AHEAD:
             if not job.decided.wait(JOB_ANSWER_SECONDS + JOB_WAIT_MARGIN_SECONDS):
-                self.plan_job(job, f"abandoned: no plan within {JOB_ANSWER_SECONDS + JOB_WAIT_MARGIN_SECONDS:.0f} "
-                                   "s (the job's c10d store did not answer this rank); this rank does not capture")
+                self.plan_job(job, None, f"no plan within {JOB_ANSWER_SECONDS + JOB_WAIT_MARGIN_SECONDS:.0f} s (the "
+                                         "job's c10d store did not answer this rank); this rank does not capture")
         with self.lock:
-            if self.job is not job or job.target is None:
+            if self.job is not job or job.state is not JobArmState.ARMED or job.target is None:
                 return None
             calls = site.calls
             if calls < job.target:
                 return None
             if calls > job.target:  # cannot happen (docs/capture.md); never capture out of step
-                job.outcome = f"missed: call {calls} ran before the plan for call {job.target} arrived"
-                self._end_job_locked(job)
-                self.job_changes += 1
+                if job.move(JobArmState.MISSED, f"call {calls} ran before the plan for call {job.target} arrived"):
+                    self._end_job_locked(job)
+                    self.job_changes += 1
+                return None
+            if not job.move(JobArmState.CAPTURING):
                 return None
             self.job = None
             self.claimed = self.capturing = True
@@ -1302,8 +1309,33 @@ JOB_POLL_SECONDS = 0.05  # the watcher's pace while a job arm waits for its plan
 STORE_TIMEOUT_SECONDS = 5.0  # the watcher's own store connection (a clone) gives up after this
 
 
+class JobArmState(str, enum.Enum):
+    """Where this rank's part in a job arm stands: ``job.arm.state`` in the status file, as the bare word (why an
+    arm ended without a capture is ``job.arm.reason``). ``python -m lightx2v.capture`` compares against these."""
+
+    WAITING = "waiting"  # joined (published its call count); waiting for every rank to, and for the plan
+    ARMED = "armed"  # the plan came: every rank captures call ``target``
+    CAPTURING = "capturing"  # this rank's capture of call ``target`` is under way
+    CAPTURED = "captured"  # ... and done
+    ABANDONED = "abandoned"  # ended without a capture: a rank did not answer, different call sites, no plan
+    MISSED = "missed"  # ended without a capture: call ``target`` ran before the plan came (cannot happen)
+
+
+# A job arm's lifecycle, the one table of its moves: _JobArm.move() makes only these (an arm starts WAITING; the
+# states with no move are its ends, after which the rank is back on the steady path).
+JOB_ARM_MOVES: dict[JobArmState, frozenset[JobArmState]] = {
+    JobArmState.WAITING: frozenset({JobArmState.ARMED, JobArmState.ABANDONED}),  # the plan: call T, or why not
+    JobArmState.ARMED: frozenset({JobArmState.CAPTURING, JobArmState.MISSED}),  # this rank's call T runs
+    JobArmState.CAPTURING: frozenset({JobArmState.CAPTURED}),  # the capture is over
+    JobArmState.CAPTURED: frozenset(),
+    JobArmState.ABANDONED: frozenset(),
+    JobArmState.MISSED: frozenset(),
+}
+JOB_PLAN_CALL = "call"  # the plan in the store: "call <T>", or "abandoned: <why>" (every rank reads the same one)
+
+
 class _JobArm:
-    """One arm of a multi-rank job as this rank takes part in it (``_Session`` owns its transitions)."""
+    """One arm of a multi-rank job as this rank takes part in it (``_Session`` makes its moves, under its lock)."""
 
     def __init__(self, number: int, request: dict[str, Any], site: _Site, label: str) -> None:
         self.number = number  # the n of the store keys
@@ -1312,24 +1344,32 @@ class _JobArm:
         self.label = label
         self.index: Optional[int] = None  # this rank's call count when it joined (published)
         self.target: Optional[int] = None  # the agreed call index
-        self.outcome: Optional[str] = None  # why it ended without a capture
+        self.state = JobArmState.WAITING
+        self.reason: Optional[str] = None  # why it ended without a capture
         self.generation: Optional[int] = None  # the session generation of the capture it started
         self.decided = threading.Event()
         self.joined_at = time.monotonic()
 
-    def state(self) -> str:
-        if self.outcome:
-            return self.outcome
-        if self.generation is not None:
-            return "capturing" if _SESSION.capturing and _SESSION.generation == self.generation else "captured"
-        if self.target is not None:
-            return f"armed for call {self.target}"
-        return "waiting for every rank"
+    def move(self, to: JobArmState, reason: Optional[str] = None) -> bool:
+        """Go to state ``to`` if ``JOB_ARM_MOVES`` allows it from the state now; whether it moved."""
+        if to not in JOB_ARM_MOVES[self.state]:
+            return False
+        self.state, self.reason = to, reason
+        return True
 
     def describe(self) -> dict[str, Any]:
         return {"number": self.number, "request_id": self.request.get("id"), "by": self.request.get("by"),
                 "site": self.label, "index": self.index, "target": self.target, "calls": self.site.calls,
-                "state": self.state(), "ahead": JOB_AHEAD}
+                "state": self.state.value, "reason": self.reason, "ahead": JOB_AHEAD}
+
+
+def _read_plan(plan: str) -> tuple[Optional[int], Optional[str]]:
+    """A plan from the store: (the agreed call, None), or (None, why nobody captures)."""
+    word, _, rest = plan.partition(" ")
+    if word == JOB_PLAN_CALL and rest.strip().isdigit():
+        return int(rest), None
+    prefix = JobArmState.ABANDONED.value + ": "
+    return None, plan[len(prefix):] if plan.startswith(prefix) else plan
 
 
 def _text(value: Any) -> str:
@@ -1577,7 +1617,7 @@ class _RemoteControl:
             store.set(self._key(job.number, f"index/{rank}"), json.dumps({"index": job.index, "site": job.label}))
             _log(logging.INFO, f"[Profile] job arm {job.number} from {request.get('by')}: rank {rank} joined at "
                                f"call {job.index} of {job.label!r}; waiting for every rank")
-        if job.target is not None:
+        if job.state is not JobArmState.WAITING:
             return  # planned: the caller's thread captures at the agreed call
         plan_key = self._key(job.number, "plan")
         if store.check([plan_key]):
@@ -1587,22 +1627,24 @@ class _RemoteControl:
             if store.check(keys):
                 published = [json.loads(_text(store.get(k))) for k in keys]
                 sites = sorted({str(p.get("site")) for p in published})
-                plan = (f"call {max(int(p['index']) for p in published) + JOB_AHEAD}" if len(sites) == 1 else
-                        f"abandoned: the ranks' last captures were at different call sites ({', '.join(sites)})")
+                abandoned = JobArmState.ABANDONED.value
+                plan = (f"{JOB_PLAN_CALL} {max(int(p['index']) for p in published) + JOB_AHEAD}" if len(sites) == 1
+                        else f"{abandoned}: the ranks' last captures were at different call sites ({', '.join(sites)})")
             elif time.monotonic() - job.joined_at > JOB_ANSWER_SECONDS:
                 missing = [r for r, k in enumerate(keys) if not store.check([k])]
-                plan = (f"abandoned: rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} did not "
-                        f"answer within {JOB_ANSWER_SECONDS:.0f} s (never made a capture, so no watcher; busy "
-                        "without releasing the GIL; or gone)")
+                plan = (f"{JobArmState.ABANDONED.value}: rank{'s' if len(missing) > 1 else ''} "
+                        f"{', '.join(map(str, missing))} did not answer within {JOB_ANSWER_SECONDS:.0f} s (never made "
+                        "a capture, so no watcher; busy without releasing the GIL; or gone)")
             else:
                 return
             plan = _text(store.compare_set(plan_key, "", plan))  # the first plan set is every rank's plan
-        _SESSION.plan_job(job, plan)
+        target, reason = _read_plan(plan)
+        _SESSION.plan_job(job, target, reason)
         self.next_job_arm = job.number + 1
-        _log(logging.INFO if plan.startswith("call ") else logging.WARNING,
+        _log(logging.INFO if target is not None else logging.WARNING,
              f"[Profile] job arm {job.number}: rank {rank}: "
-             + (f"every rank captures at {plan} of {job.label!r} (this rank is at call {job.site.calls})"
-                if plan.startswith("call ") else plan))
+             + (f"every rank captures at call {target} of {job.label!r} (this rank is at call {job.site.calls})"
+                if target is not None else f"{JobArmState.ABANDONED.value}: {reason}"))
 
     def _job_status(self, world_size: int) -> Optional[dict[str, Any]]:
         if world_size <= 1:

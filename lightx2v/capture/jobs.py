@@ -14,8 +14,8 @@ import dataclasses
 import time
 from typing import Any, Optional, Union
 
-from lightx2v.capture.control import NotArmed, Process, _clock, arm, read_process
-from lightx2v.utils.torch_trace_profiler import JobArmState
+from lightx2v.capture.control import NotArmed, Process, _clock, arm, outcome_said, read_process, request_outcome
+from lightx2v.utils.torch_trace_profiler import ArmOutcome, JobArmState
 
 ENDED_WITHOUT_CAPTURE = (JobArmState.ABANDONED, JobArmState.MISSED)
 
@@ -162,13 +162,13 @@ def arm_job(job: Job, by: Optional[str] = None) -> dict[str, Any]:
 
 
 def explain_job(job: Job, answer: dict[str, Any]) -> str:
-    outcome = answer.get("outcome", "?")
+    outcome, reason = request_outcome(answer)
     arm_number = f" (job arm {answer['job_arm']})" if answer.get("job_arm") else ""
     note = f" ({job.missing_note()})" if job.missing_ranks else ""
-    if outcome in ("armed", "already armed"):
-        return (f"job {job.id}: {outcome}{arm_number}: its {job.world_size} ranks agree on a call of their call "
-                f"site and all capture it{note}")
-    return f"job {job.id}: {outcome}{arm_number}{note}"
+    if outcome in (ArmOutcome.ARMED, ArmOutcome.ALREADY_ARMED):
+        return (f"job {job.id}: {outcome_said(outcome)}{arm_number}: its {job.world_size} ranks agree on a call of "
+                f"their call site and all capture it{note}")
+    return f"job {job.id}: {outcome_said(outcome, reason)}{arm_number}{note}"
 
 
 def wait_for_job_capture(job: Job, answer: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -209,10 +209,9 @@ def _rank_arm(p: Process) -> str:
 def arm_said(arm: dict[str, Any]) -> str:
     """A rank's job arm state (``Process.job_arm``) for a person: "waiting for every rank", "armed for call 7",
     "abandoned: rank 1 did not answer ..."."""
-    state, reason = arm.get("state"), arm.get("reason")
+    state, reason = arm.get("state") or "", arm.get("reason")
     if state == JobArmState.WAITING:
         return "waiting for every rank"
     if state == JobArmState.ARMED:
         return f"armed for call {arm.get('target')}"
-    word = state.value if isinstance(state, JobArmState) else str(state)
-    return f"{word}: {reason}" if reason else word
+    return outcome_said(state, reason)

@@ -227,6 +227,19 @@ class CaptureResult:
     finished_at: Optional[float] = None  # epoch seconds (time.time()) when the capture ended
 
 
+class ArmOutcome(str, enum.Enum):
+    """How this process answered a request to arm it: ``last_request.outcome`` in the status file, as the bare
+    word (why it refused is ``last_request.reason``). ``python -m lightx2v.capture`` compares against these."""
+
+    ARMED = "armed"
+    ALREADY_ARMED = "already armed"  # armed before (by reset_session(), or another request): one capture
+    CAPTURING_NOW = "capturing now"  # the capture under way answers the request
+    REFUSED = "refused"
+
+
+_Answer = tuple[ArmOutcome, Optional[str]]  # (outcome, why it was refused)
+
+
 class _Session:
     """Process-wide capture state, and the one owner of its transitions. Every context reads it, none copies it.
 
@@ -239,7 +252,7 @@ class _Session:
         record(result)  --                            last = result, captures + 1   _Capture (recording)
         arm()           any                           armed, generation + 1         reset_session()
         request_arm()   claimed, not capturing        armed, generation + 1         the remote-arming watcher
-                        (else: refused / capturing now / already armed, nothing changes)
+                        (else: ArmOutcome REFUSED / CAPTURING_NOW / ALREADY_ARMED, nothing changes)
         join_job(job)   not capturing, no job         job, not claimed (slow path)  the watcher (a job arm)
         plan_job(plan)  job WAITING                   job ARMED, or ABANDONED       the watcher
         job_turn(site)  job ARMED, at its call        claimed + capturing,          run() (a job's ranks)
@@ -296,26 +309,27 @@ class _Session:
         self.generation += 1
         return self.generation
 
-    def request_arm(self, refusal: Optional[str], note: Callable[[str, int, int], None]) -> str:
-        """Arm on a request from outside, only when this session's capture is done; returns the outcome.
+    def request_arm(self, refusal: Optional[str], note: Callable[[_Answer, int, int], None]) -> _Answer:
+        """Arm on a request from outside, only when this session's capture is done; returns the answer.
 
-        ``note(outcome, generation, captures)`` runs under the lock, so whoever reports the request (the status
+        ``note(answer, generation, captures)`` runs under the lock, so whoever reports the request (the status
         file) never sees the session armed without knowing who armed it.
         """
         with self.lock:
+            answer: _Answer
             if refusal:
-                outcome = f"refused: {refusal}"
+                answer = ArmOutcome.REFUSED, refusal
             elif not _env_flag(ENV_ENABLE):
-                outcome = f"refused: profiling is off in this process ({ENV_ENABLE})"
+                answer = ArmOutcome.REFUSED, f"profiling is off in this process ({ENV_ENABLE})"
             elif self.capturing:
-                outcome = "capturing now"  # the capture under way answers the request
+                answer = ArmOutcome.CAPTURING_NOW, None
             elif not self.claimed:
-                outcome = "already armed"
+                answer = ArmOutcome.ALREADY_ARMED, None
             else:
                 self._arm_locked()
-                outcome = "armed"
-            note(outcome, self.generation, self.captures)
-            return outcome
+                answer = ArmOutcome.ARMED, None
+            note(answer, self.generation, self.captures)
+            return answer
 
     # -- job arms (see "remote arming: jobs") ----------------------------------------------------------------
     def join_job(self, job: "_JobArm") -> Optional[str]:
@@ -1390,7 +1404,7 @@ class _RemoteControl:
         self.armed_at: Optional[float] = None
         self.armed_by: Optional[str] = None
         self.captures_before: int = 0  # captures finished when that request armed
-        self.last_request: Optional[dict[str, Any]] = None  # {id, at, by, outcome, captures_before}
+        self.last_request: Optional[dict[str, Any]] = None  # {id, at, by, outcome, reason, captures_before}
         self.exited_at: Optional[float] = None
         self.started_at: Optional[float] = None  # the process's start time, from /proc
         self.written_state: Optional[tuple] = None  # _shown_state() as of the last status write
@@ -1495,30 +1509,33 @@ class _RemoteControl:
         by = str(request.get("by") or "outside")[:200]
         request_id = request.get("id")
 
-        def note(outcome: str, generation: int, captures: int) -> None:  # under the session's lock
-            if outcome in ("armed", "capturing now") or (
-                    outcome == "already armed" and generation != self.armed_generation):  # armed by reset_session()
+        def note(answer: _Answer, generation: int, captures: int) -> None:  # under the session's lock
+            outcome, reason = answer
+            if outcome in (ArmOutcome.ARMED, ArmOutcome.CAPTURING_NOW) or (
+                    outcome is ArmOutcome.ALREADY_ARMED and generation != self.armed_generation):  # reset_session()
                 self.captures_before = captures
-            if outcome == "armed":
+            if outcome is ArmOutcome.ARMED:
                 self.armed_generation = generation
                 self.armed_at, self.armed_by = time.time(), by
-            self.last_request = {"id": request_id, "at": time.time(), "by": by, "outcome": outcome,
-                                 "captures_before": self.captures_before}
+            self.last_request = {"id": request_id, "at": time.time(), "by": by, "outcome": outcome.value,
+                                 "reason": reason, "captures_before": self.captures_before}
 
         refusal = _multi_rank_refusal()
         store = None if refusal else self._job_store()
         if store is not None:  # a rank of a job: the request arms the job
-            outcome = self._request_job_arm(store, request_id, by)
+            answer = self._request_job_arm(store, request_id, by)
             with _SESSION.lock:
-                note(outcome, _SESSION.generation, _SESSION.captures)
+                note(answer, _SESSION.generation, _SESSION.captures)
                 job = _SESSION.last_job
                 self.last_request = {**(self.last_request or {}), "job_arm": job.number if job else None}
         else:
-            outcome = _SESSION.request_arm(refusal, note)
-        level = logging.INFO if outcome in ("armed", "already armed") else logging.WARNING
+            answer = _SESSION.request_arm(refusal, note)
+        outcome, reason = answer
+        level = logging.INFO if outcome in (ArmOutcome.ARMED, ArmOutcome.ALREADY_ARMED) else logging.WARNING
         what = ("the job's ranks agree on the call to capture at" if store is not None
                 else "the next first run() of any call site captures")
-        _log(level, f"[Profile] capture request from {by}: {outcome}" + (f" ({what})" if outcome == "armed" else ""))
+        _log(level, f"[Profile] capture request from {by}: {outcome.value}" + (f": {reason}" if reason else "")
+             + (f" ({what})" if outcome is ArmOutcome.ARMED else ""))
         self._write_status()
 
     def _write_status(self) -> None:
@@ -1579,15 +1596,16 @@ class _RemoteControl:
     def _key(self, number: int, name: str) -> str:
         return f"{JOB_KEY}/{number}/{name}"
 
-    def _request_job_arm(self, store: Any, request_id: Any, by: str) -> str:
+    def _request_job_arm(self, store: Any, request_id: Any, by: str) -> _Answer:
         """A request file reached this rank: arm the job (once, however many ranks' requests arrive)."""
         if not _env_flag(ENV_ENABLE):
-            return f"refused: profiling is off in this process ({ENV_ENABLE})"
+            return ArmOutcome.REFUSED, f"profiling is off in this process ({ENV_ENABLE})"
         job = _SESSION.job
         if job is not None:
-            return "already armed"
+            return ArmOutcome.ALREADY_ARMED, None
         if _SESSION.last_site is None:
-            return "refused: this rank has made no capture with a TorchTraceProfileContext (no call site to arm)"
+            return (ArmOutcome.REFUSED,
+                    "this rank has made no capture with a TorchTraceProfileContext (no call site to arm)")
         number = self.next_job_arm
         payload = json.dumps({"id": request_id, "by": by, "at": time.time()})
         agreed = _text(store.compare_set(self._key(number, "request"), "", payload))
@@ -1596,7 +1614,8 @@ class _RemoteControl:
             first = json.loads(agreed)
         except ValueError:
             first = {}
-        return "armed" if agreed == payload or (request_id and first.get("id") == request_id) else "already armed"
+        mine = agreed == payload or (request_id and first.get("id") == request_id)
+        return (ArmOutcome.ARMED if mine else ArmOutcome.ALREADY_ARMED), None
 
     def _poll_job(self) -> None:
         """Join the next job arm when one is in the store; decide the plan of the one in progress."""

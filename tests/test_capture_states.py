@@ -1,19 +1,21 @@
-"""A job arm's states, named: the drop-in moves one rank's arm only along its table and writes the bare state word
-with the reason apart; the stack reads those (and what older drop-ins wrote) by equality. Fast: no torchrun here
-(tests/test_capture_jobs.py drives the real jobs)."""
+"""States and outcomes, named: the drop-in moves one rank's job arm only along its table, answers a request with one
+of its outcomes, and writes the bare word with the reason apart; the stack reads those (and what older drop-ins
+wrote) by equality. Fast: no torchrun here (tests/test_capture_jobs.py drives the real jobs)."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import os
+import threading
 import time
 
 import pytest
 
 from lightx2v.capture import jobs
-from lightx2v.capture.control import NotArmed, Process, job_arm_state, read_process
+from lightx2v.capture.control import NotArmed, Process, arm, explain, job_arm_state, read_process, request_outcome
 from lightx2v.utils import torch_trace_profiler as dropin
-from lightx2v.utils.torch_trace_profiler import JobArmState, TorchTraceProfileConfig
+from lightx2v.utils.torch_trace_profiler import ArmOutcome, JobArmState, TorchTraceProfileConfig
 
 # The lifecycle as docs/capture.md tells it, written out by hand: (from, to) for every move an arm may make.
 ALLOWED = {("waiting", "armed"), ("waiting", "abandoned"), ("armed", "capturing"), ("armed", "missed"),
@@ -156,3 +158,91 @@ def test_a_rank_s_place_in_a_timed_out_wait_reads_as_before(tmp_path):
     job = jobs.Job("j", [read_process(str(path))])
     with pytest.raises(NotArmed, match=r"\(rank 0: arm 1: armed for call 44 of 'step', at call 40\)"):
         jobs.wait_for_job_capture(job, {"job_arm": 1, "captures_before": {0: 1}}, timeout=0.1)
+
+
+# ------------------------------------------------------------------------------------------- request outcomes
+OFF = "profiling is off in this process (LIGHTX2V_TORCH_PROFILE)"
+
+
+def test_the_outcomes_are_the_bare_words():
+    assert [o.value for o in ArmOutcome] == ["armed", "already armed", "capturing now", "refused"]
+
+
+def test_the_session_answers_a_request_with_an_outcome_and_a_reason_apart(monkeypatch):
+    monkeypatch.delenv("LIGHTX2V_TORCH_PROFILE", raising=False)
+    session, noted = dropin._Session(), []
+
+    def note(answer, generation, captures):
+        noted.append(answer)
+
+    assert session.request_arm(None, note) == ("already armed", None)  # a new session is armed
+    session.claim()
+    assert session.request_arm(None, note) == ("capturing now", None)
+    session.release()
+    assert session.request_arm("a 2-rank job without a process group", note) == \
+        ("refused", "a 2-rank job without a process group")
+    monkeypatch.setenv("LIGHTX2V_TORCH_PROFILE", "0")
+    assert session.request_arm(None, note) == ("refused", OFF)
+    monkeypatch.delenv("LIGHTX2V_TORCH_PROFILE")
+    assert session.request_arm(None, note) == ("armed", None) and not session.claimed
+    assert noted == [("already armed", None), ("capturing now", None),
+                     ("refused", "a 2-rank job without a process group"), ("refused", OFF), ("armed", None)]
+
+
+def test_the_status_file_holds_the_word_and_the_reason(tmp_path, monkeypatch, fresh_profiler_session):
+    monkeypatch.setenv("LIGHTX2V_TORCH_PROFILE", "0")
+    remote = dropin._RemoteControl()
+    remote.status_path, remote.request_path = str(tmp_path / "h_1.status.json"), str(tmp_path / "h_1.request")
+    (tmp_path / "h_1.request").write_text(json.dumps({"id": "r1", "by": "a test"}))
+    remote._take_request()
+    last = json.loads((tmp_path / "h_1.status.json").read_text())["last_request"]
+    assert (last["id"], last["outcome"], last["reason"]) == ("r1", "refused", OFF)
+
+
+@pytest.mark.parametrize(("written", "outcome", "reason"), [
+    ({"outcome": "armed"}, ArmOutcome.ARMED, None),
+    ({"outcome": "already armed", "reason": None}, ArmOutcome.ALREADY_ARMED, None),
+    ({"outcome": "capturing now"}, ArmOutcome.CAPTURING_NOW, None),
+    ({"outcome": "refused", "reason": OFF}, ArmOutcome.REFUSED, OFF),
+    ({"outcome": f"refused: {OFF}"}, ArmOutcome.REFUSED, OFF),  # what older drop-ins wrote
+    ({"outcome": "frobnicated"}, "frobnicated", None),
+    ({}, "?", None),
+])
+def test_the_stack_reads_each_outcome_new_and_old(written, outcome, reason):
+    assert request_outcome(written) == (outcome, reason)
+
+
+@OLD_AND_NEW
+def test_a_refusal_reads_the_same_from_either_file(tmp_path, old):
+    """A process answering the request as the drop-in does, from its status file: the command's error and line."""
+    status_path = tmp_path / "h_100.status.json"
+    status = {"protocol": 1, "pid": 100, "host": "h", "heartbeat_seconds": 2.0, "exited_at": None}
+    status_path.write_text(json.dumps(status))
+    process = read_process(str(status_path))
+
+    def answer() -> None:
+        request = tmp_path / "h_100.request"
+        deadline = time.monotonic() + 10
+        while not request.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        request_id = json.loads(request.read_text())["id"]
+        last = {"id": request_id, "outcome": f"refused: {OFF}"} if old else \
+            {"id": request_id, "outcome": "refused", "reason": OFF}
+        status_path.write_text(json.dumps({**status, "last_request": last}))
+        os.utime(status_path)
+
+    responder = threading.Thread(target=answer)
+    responder.start()
+    try:
+        with pytest.raises(NotArmed) as raised:
+            arm(process, by="a test", ack_seconds=10)
+    finally:
+        responder.join()
+    assert str(raised.value) == f"h_100: refused: {OFF}"
+    refused = {"outcome": f"refused: {OFF}"} if old else {"outcome": "refused", "reason": OFF}
+    assert explain(process, refused) == f"h_100: refused: {OFF}"
+    assert explain(process, {"outcome": "already armed"}) == \
+        "h_100: already armed: pid 100 captures at its next first run()"
+    job = jobs.Job("j", [rank(0, {"state": "waiting"}), rank(1, {"state": "waiting"})])
+    assert jobs.explain_job(job, {**refused, "job_arm": 2}) == f"job j: refused: {OFF} (job arm 2)"
+    assert jobs.explain_job(job, {"outcome": "armed", "job_arm": 2}).startswith("job j: armed (job arm 2): its 2 ranks")

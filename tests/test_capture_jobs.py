@@ -213,7 +213,9 @@ def test_a_rank_that_never_reaches_the_call_site_means_nobody_captures(make_job,
     assert f"job {entry.id}: armed" in armed.stdout and "rank 1 not listed here" in armed.stdout
     assert "abandoned: rank 1 did not answer within 10 s" in armed.stderr, armed.stderr
     (rank0,) = find_processes(str(job.logdir))
-    assert rank0.status["captures"] == 1 and rank0.status["job"]["arm"]["state"].startswith("abandoned")
+    arm = rank0.status["job"]["arm"]
+    assert rank0.status["captures"] == 1 and arm["state"] == "abandoned", arm  # the bare word, the reason apart
+    assert arm["reason"].startswith("rank 1 did not answer within 10 s"), arm
     done = job.finish()
     assert [d["captures"] for d in done if d["rank"] == "0"] == ["1"]
 

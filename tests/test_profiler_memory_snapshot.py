@@ -195,6 +195,19 @@ def test_off_by_default_nothing_is_recorded(tmp_path, allocator):
     assert allocator.events == []
 
 
+def test_a_typo_in_the_switch_does_not_turn_it_on_and_is_said_once(tmp_path, allocator, monkeypatch, caplog):
+    monkeypatch.setattr(dropin, "_FLAGS_WARNED", set())  # nothing warned about yet, as in a new process
+    monkeypatch.setenv(ENV_MEMORY_SNAPSHOT, "ture")
+    with caplog.at_level("WARNING", logger=dropin.__name__):
+        for n in range(2):
+            TorchTraceProfiler.reset_session()
+            TorchTraceProfileContext(f"typo{n}", tb_dir="tb", wait=0, warmup=1, active=1).run(lambda: 1)
+    assert allocator.events == []  # the config's default (off) kept: nothing recorded
+    assert TorchTraceProfiler.last_capture().trace_paths  # the captures themselves went on
+    warned = [r.getMessage() for r in caplog.records if ENV_MEMORY_SNAPSHOT in r.getMessage()]
+    assert len(warned) == 1 and "'ture'" in warned[0] and warned[0].endswith("keeping the default: off"), warned
+
+
 def test_the_summary_reads_the_snapshot_the_capture_wrote(tmp_path, allocator):
     """Writer and reader agree on the name and the place: the stack's summary of the trace finds the snapshot
     beside it and names the user's line that holds the peak."""

@@ -35,6 +35,7 @@ def test_the_drop_in_names_are_declared_with_its_defaults():
     assert port_default == settings.DEFAULT_TENSORBOARD_PORT == SETTINGS[settings.TENSORBOARD_PORT].default
     assert str(port_default) in SETTINGS[dropin.ENV_PORT].default_doc
     assert SETTINGS[dropin.ENV_ENABLE].default is True and SETTINGS[dropin.ENV_REMOTE].default is True
+    assert set(dropin.ON_WORDS) == set(settings.ON_WORDS) and set(dropin.OFF_WORDS) == set(settings.OFF_WORDS)
     defaults = {f.name: f.default for f in dataclasses.fields(dropin.TorchTraceProfileConfig)}
     assert defaults["memory_snapshot"] is False and "off" in SETTINGS[dropin.ENV_MEMORY_SNAPSHOT].default_doc
 

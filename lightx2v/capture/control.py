@@ -12,7 +12,7 @@ import os
 import secrets
 import socket
 import time
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from lightx2v.fileio import write_atomically
 
@@ -23,6 +23,8 @@ from lightx2v.utils.torch_trace_profiler import (
     ENV_REMOTE,
     REQUEST_SUFFIX,
     STATUS_SUFFIX,
+    ArmOutcome,
+    JobArmState,
 )
 
 SEARCH_DEPTH = 6  # folders below the one named: /data finds /data/svc/save_results/torch_profile/.capture
@@ -74,8 +76,13 @@ class Process:
 
     @property
     def job_arm(self) -> dict[str, Any]:
-        """Its part in the job's latest arm (``number``, ``state``, ``site``, ``target``, ``calls``), {} if none."""
-        return self.job.get("arm") or {}
+        """Its part in the job's latest arm (``number``, ``state``, ``reason``, ``site``, ``target``, ``calls``), {}
+        if none. ``state`` is a ``JobArmState`` (the text as written when it names none); see job_arm_state."""
+        arm = self.job.get("arm") or {}
+        if not arm:
+            return {}
+        state, reason = job_arm_state(arm)
+        return {**arm, "state": state, "reason": reason}
 
     @property
     def remote_refused(self) -> Optional[str]:
@@ -300,9 +307,10 @@ def arm(process: Process, by: Optional[str] = None, ack_seconds: float = ACK_SEC
             continue
         answer = now.status.get("last_request") or {}
         if answer.get("id") == request_id:
-            if str(answer.get("outcome", "")).startswith("refused"):
-                raise NotArmed(f"{process.id}: {answer['outcome']}")
-            return answer
+            outcome, why = request_outcome(answer)
+            if outcome == ArmOutcome.REFUSED:
+                raise NotArmed(f"{process.id}: {outcome_said(outcome, why)}")
+            return {**answer, "outcome": outcome, "reason": why}
         reason = now.not_running_reason()
         if reason:
             raise NotArmed(reason)
@@ -312,10 +320,10 @@ def arm(process: Process, by: Optional[str] = None, ack_seconds: float = ACK_SEC
 
 def explain(process: Process, answer: dict[str, Any]) -> str:
     """The line a person reads after arming."""
-    outcome = answer.get("outcome", "?")
-    if outcome in ("armed", "already armed"):
-        return f"{process.id}: {outcome}: pid {process.pid} captures at its next first run()"
-    return f"{process.id}: {outcome}"
+    outcome, reason = request_outcome(answer)
+    if outcome in (ArmOutcome.ARMED, ArmOutcome.ALREADY_ARMED):
+        return f"{process.id}: {outcome_said(outcome)}: pid {process.pid} captures at its next first run()"
+    return f"{process.id}: {outcome_said(outcome, reason)}"
 
 
 def wait_for_capture(process: Process, captures_before: int, timeout: float) -> dict[str, Any]:
@@ -333,6 +341,48 @@ def wait_for_capture(process: Process, captures_before: int, timeout: float) -> 
         time.sleep(0.2)
     raise NotArmed(f"{process.id} is armed but has not captured within {timeout:.0f} s: its call site has not "
                    "run since (it captures at the next run())")
+
+
+def request_outcome(answer: dict[str, Any]) -> tuple[Union[ArmOutcome, str], Optional[str]]:
+    """A ``last_request``'s ``outcome`` and ``reason``. Older drop-ins wrote a refusal's reason after the word
+    ("refused: profiling is off ..."): that maps too. Text naming no outcome comes back as it is ("?" if none)."""
+    value, reason = answer.get("outcome"), answer.get("reason")
+    if isinstance(value, ArmOutcome):  # read already
+        return value, reason
+    text = str(value or "?")
+    head, colon, rest = text.partition(":")
+    try:
+        outcome = ArmOutcome(head.strip())
+    except ValueError:
+        return text, reason
+    if reason is None and colon and rest.strip():
+        reason = rest.strip()
+    return outcome, reason
+
+
+def outcome_said(outcome: Union[ArmOutcome, JobArmState, str], reason: Optional[str] = None) -> str:
+    """An outcome or a state for a person: its word, and why after a colon when there is a reason."""
+    word = outcome.value if isinstance(outcome, (ArmOutcome, JobArmState)) else str(outcome)
+    return f"{word}: {reason}" if reason else word
+
+
+def job_arm_state(arm: dict[str, Any]) -> tuple[Union[JobArmState, str], Optional[str]]:
+    """A job arm's ``state`` and ``reason`` as a status file holds them. Older drop-ins wrote the state as text
+    beginning with its word and the reason after a colon ("waiting for every rank", "armed for call 7",
+    "abandoned: rank 1 did not answer ..."): those map too. Text naming no state comes back as it is."""
+    value, reason = arm.get("state"), arm.get("reason")
+    if isinstance(value, JobArmState):  # read already
+        return value, reason
+    text = str(value or "")
+    head, colon, rest = text.partition(":")
+    words = head.split()
+    try:
+        state = JobArmState(words[0] if words else text)
+    except ValueError:
+        return text, reason
+    if reason is None and colon and rest.strip():
+        reason = rest.strip()
+    return state, reason
 
 
 def _clock(epoch: Any) -> str:

@@ -14,7 +14,10 @@ import dataclasses
 import time
 from typing import Any, Optional, Union
 
-from lightx2v.capture.control import NotArmed, Process, _clock, arm, read_process
+from lightx2v.capture.control import NotArmed, Process, _clock, arm, outcome_said, read_process, request_outcome
+from lightx2v.utils.torch_trace_profiler import ArmOutcome, JobArmState
+
+ENDED_WITHOUT_CAPTURE = (JobArmState.ABANDONED, JobArmState.MISSED)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,12 +98,13 @@ def arm_state(job: Job) -> str:
     if newest is None:
         return "not armed"
     states = [(rank, a) for rank, a in arms if a and a["number"] == newest]
-    if len(states) < len(arms) or any(a["state"] == "waiting for every rank" for _, a in states):
+    if len(states) < len(arms) or any(a["state"] == JobArmState.WAITING for _, a in states):
         return f"ARMED: arm {newest} waiting for every rank to join"
     targets = {a["target"] for _, a in states}
-    if all(a["state"] == "captured" for _, a in states):
+    if all(a["state"] == JobArmState.CAPTURED for _, a in states):
         return "not armed"
-    ended = [f"rank {rank}: {a['state']}" for rank, a in states if not str(a["state"]).startswith(("armed", "capt"))]
+    under_way = (JobArmState.ARMED, JobArmState.CAPTURING, JobArmState.CAPTURED)
+    ended = [f"rank {rank}: {arm_said(a)}" for rank, a in states if a["state"] not in under_way]
     if ended:
         return f"arm {newest} ended: " + "; ".join(ended)
     at = ", ".join(f"rank {rank} at {a['calls']}" for rank, a in states)
@@ -158,13 +162,13 @@ def arm_job(job: Job, by: Optional[str] = None) -> dict[str, Any]:
 
 
 def explain_job(job: Job, answer: dict[str, Any]) -> str:
-    outcome = answer.get("outcome", "?")
+    outcome, reason = request_outcome(answer)
     arm_number = f" (job arm {answer['job_arm']})" if answer.get("job_arm") else ""
     note = f" ({job.missing_note()})" if job.missing_ranks else ""
-    if outcome in ("armed", "already armed"):
-        return (f"job {job.id}: {outcome}{arm_number}: its {job.world_size} ranks agree on a call of their call "
-                f"site and all capture it{note}")
-    return f"job {job.id}: {outcome}{arm_number}{note}"
+    if outcome in (ArmOutcome.ARMED, ArmOutcome.ALREADY_ARMED):
+        return (f"job {job.id}: {outcome_said(outcome)}{arm_number}: its {job.world_size} ranks agree on a call of "
+                f"their call site and all capture it{note}")
+    return f"job {job.id}: {outcome_said(outcome, reason)}{arm_number}{note}"
 
 
 def wait_for_job_capture(job: Job, answer: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -182,8 +186,8 @@ def wait_for_job_capture(job: Job, answer: dict[str, Any], timeout: float) -> di
             if reason:
                 raise NotArmed(f"job {job.id}: rank {p.rank}: " + reason.replace("nothing armed", "it did not capture"))
             state = p.job_arm
-            if state.get("number") == number and str(state.get("state", "")).startswith(("abandoned", "missed")):
-                raise NotArmed(f"job {job.id}: arm {number}: rank {p.rank}: {state['state']}")
+            if state.get("number") == number and state.get("state") in ENDED_WITHOUT_CAPTURE:
+                raise NotArmed(f"job {job.id}: arm {number}: rank {p.rank}: {arm_said(state)}")
         done = {p.rank: c for p in ranks if (c := p.capture_after(before.get(p.rank, 0)))}
         if len(done) == len(job.ranks):
             return {"call": ranks[0].job_arm.get("target"), "ranks": done,
@@ -199,4 +203,15 @@ def _rank_arm(p: Process) -> str:
     state = p.job_arm
     if not state:
         return "not armed"
-    return f"arm {state.get('number')}: {state.get('state')} of {state.get('site')!r}, at call {state.get('calls')}"
+    return f"arm {state.get('number')}: {arm_said(state)} of {state.get('site')!r}, at call {state.get('calls')}"
+
+
+def arm_said(arm: dict[str, Any]) -> str:
+    """A rank's job arm state (``Process.job_arm``) for a person: "waiting for every rank", "armed for call 7",
+    "abandoned: rank 1 did not answer ..."."""
+    state, reason = arm.get("state") or "", arm.get("reason")
+    if state == JobArmState.WAITING:
+        return "waiting for every rank"
+    if state == JobArmState.ARMED:
+        return f"armed for call {arm.get('target')}"
+    return outcome_said(state, reason)

@@ -32,7 +32,8 @@ Environment switches: ``LIGHTX2V_TORCH_PROFILE=0`` (or ``false``/``off``/``no``)
 call; ``LIGHTX2V_TORCH_PROFILE_DIR`` replaces ``tb_dir``; ``LIGHTX2V_TENSORBOARD_PORT`` replaces the port shown
 in the viewing hints (e.g. the host port a container publishes); ``LIGHTX2V_TORCH_PROFILE_REMOTE=0`` keeps the
 process from being armed from outside; ``LIGHTX2V_TORCH_PROFILE_MEMORY_SNAPSHOT=1`` (or ``0``) replaces
-``memory_snapshot`` (see "the CUDA memory snapshot").
+``memory_snapshot`` (see "the CUDA memory snapshot"). A switch's value that is no on/off word keeps its default and
+is warned about once (``_env_flag``).
 
 Settings live in ``TorchTraceProfileConfig`` (defaults, a doc per field, the one check). The original LightX2V
 module's other names keep working: ``TorchTraceProfiler(cfg)`` with ``try_claim(label)`` / ``run(step_fn)`` /
@@ -48,6 +49,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import enum
 import gzip
 import json
 import logging
@@ -85,13 +87,31 @@ logger = logging.getLogger(__name__)
 
 
 # --------------------------------------------------------------------------------------------- configuration
+ON_WORDS = ("1", "true", "yes", "on")  # an on/off switch's words, any case, spaces around ignored
+OFF_WORDS = ("0", "false", "no", "off")
+_FLAGS_WARNED: set[tuple[str, str]] = set()  # (variable, value) pairs already warned about
+_FLAGS_WARNED_LOCK = threading.Lock()
+
+
 def _env_flag(name: str, default: bool = True) -> bool:
-    """An on/off switch from the environment: ``0``/``false``/``off``/``no`` (any case) is off; unset or empty is
-    ``default``; anything else is on. The one parser of the drop-in's switches (``ENV_ENABLE``, ``ENV_REMOTE``)."""
-    value = os.environ.get(name, "").strip().lower()
+    """An on/off switch from the environment: a word of ``ON_WORDS`` is on, of ``OFF_WORDS`` off; unset or empty is
+    ``default``. Any other word (a typo: ``flase``) keeps ``default`` and warns once per variable and value. The one
+    parser of the drop-in's switches (``ENV_ENABLE``, ``ENV_REMOTE``, ``ENV_MEMORY_SNAPSHOT``)."""
+    raw = os.environ.get(name, "")
+    value = raw.strip().lower()
     if not value:
         return default
-    return value not in ("0", "false", "off", "no")
+    if value in ON_WORDS:
+        return True
+    if value in OFF_WORDS:
+        return False
+    with _FLAGS_WARNED_LOCK:
+        first = (name, raw) not in _FLAGS_WARNED
+        _FLAGS_WARNED.add((name, raw))
+    if first:
+        _log(logging.WARNING, f"[Profile] {name}={raw!r} is not an on/off word ({'/'.join(ON_WORDS)} or "
+                              f"{'/'.join(OFF_WORDS)}, any case); keeping the default: {'on' if default else 'off'}")
+    return default
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,6 +227,19 @@ class CaptureResult:
     finished_at: Optional[float] = None  # epoch seconds (time.time()) when the capture ended
 
 
+class ArmOutcome(str, enum.Enum):
+    """How this process answered a request to arm it: ``last_request.outcome`` in the status file, as the bare
+    word (why it refused is ``last_request.reason``). ``python -m lightx2v.capture`` compares against these."""
+
+    ARMED = "armed"
+    ALREADY_ARMED = "already armed"  # armed before (by reset_session(), or another request): one capture
+    CAPTURING_NOW = "capturing now"  # the capture under way answers the request
+    REFUSED = "refused"
+
+
+_Answer = tuple[ArmOutcome, Optional[str]]  # (outcome, why it was refused)
+
+
 class _Session:
     """Process-wide capture state, and the one owner of its transitions. Every context reads it, none copies it.
 
@@ -214,17 +247,20 @@ class _Session:
 
         transition      from                          to                            called by
         claim()         armed, not capturing          claimed + capturing           run(), try_claim()
-        release()       capturing                     not capturing                 run()'s finally
+        release()       capturing                     not capturing (a job arm's:   run()'s finally
+                                                      CAPTURED)
         record(result)  --                            last = result, captures + 1   _Capture (recording)
         arm()           any                           armed, generation + 1         reset_session()
         request_arm()   claimed, not capturing        armed, generation + 1         the remote-arming watcher
-                        (else: refused / capturing now / already armed, nothing changes)
+                        (else: ArmOutcome REFUSED / CAPTURING_NOW / ALREADY_ARMED, nothing changes)
         join_job(job)   not capturing, no job         job, not claimed (slow path)  the watcher (a job arm)
-        plan_job(plan)  job                           job has its call, or ended    the watcher
-        job_turn(site)  job, at its call              claimed + capturing           run() (a job's ranks)
+        plan_job(plan)  job WAITING                   job ARMED, or ABANDONED       the watcher
+        job_turn(site)  job ARMED, at its call        claimed + capturing,          run() (a job's ranks)
+                                                      job CAPTURING
 
     A job arm (several ranks, see "remote arming: jobs") keeps ``claimed`` False until it ends, so every ``run()``
-    takes the slow path and asks ``job_turn`` whether this call is the one the ranks agreed on.
+    takes the slow path and asks ``job_turn`` whether this call is the one the ranks agreed on. The job arm's own
+    states move only as ``JOB_ARM_MOVES`` allows (``_JobArm.move``), and a move refused there changes nothing here.
     """
 
     def __init__(self) -> None:
@@ -251,9 +287,11 @@ class _Session:
             return self.generation
 
     def release(self) -> None:
-        """The capture that claim() allowed is over (successful or not)."""
+        """The capture that claim() (or job_turn()) allowed is over (successful or not)."""
         with self.lock:
             self.capturing = False
+            if self.last_job is not None and self.last_job.move(JobArmState.CAPTURED):  # a job arm's capture
+                self.job_changes += 1
 
     def record(self, result: CaptureResult) -> None:
         """A capture finished: it is the last one, and one more."""
@@ -271,26 +309,27 @@ class _Session:
         self.generation += 1
         return self.generation
 
-    def request_arm(self, refusal: Optional[str], note: Callable[[str, int, int], None]) -> str:
-        """Arm on a request from outside, only when this session's capture is done; returns the outcome.
+    def request_arm(self, refusal: Optional[str], note: Callable[[_Answer, int, int], None]) -> _Answer:
+        """Arm on a request from outside, only when this session's capture is done; returns the answer.
 
-        ``note(outcome, generation, captures)`` runs under the lock, so whoever reports the request (the status
+        ``note(answer, generation, captures)`` runs under the lock, so whoever reports the request (the status
         file) never sees the session armed without knowing who armed it.
         """
         with self.lock:
+            answer: _Answer
             if refusal:
-                outcome = f"refused: {refusal}"
+                answer = ArmOutcome.REFUSED, refusal
             elif not _env_flag(ENV_ENABLE):
-                outcome = f"refused: profiling is off in this process ({ENV_ENABLE})"
+                answer = ArmOutcome.REFUSED, f"profiling is off in this process ({ENV_ENABLE})"
             elif self.capturing:
-                outcome = "capturing now"  # the capture under way answers the request
+                answer = ArmOutcome.CAPTURING_NOW, None
             elif not self.claimed:
-                outcome = "already armed"
+                answer = ArmOutcome.ALREADY_ARMED, None
             else:
                 self._arm_locked()
-                outcome = "armed"
-            note(outcome, self.generation, self.captures)
-            return outcome
+                answer = ArmOutcome.ARMED, None
+            note(answer, self.generation, self.captures)
+            return answer
 
     # -- job arms (see "remote arming: jobs") ----------------------------------------------------------------
     def join_job(self, job: "_JobArm") -> Optional[str]:
@@ -307,15 +346,15 @@ class _Session:
             self.job_changes += 1
             return None
 
-    def plan_job(self, job: "_JobArm", plan: str) -> None:
-        """The watcher (or a rank that gave up waiting): the plan every rank agreed on, ``call <T>`` or a reason."""
+    def plan_job(self, job: "_JobArm", target: Optional[int], reason: Optional[str] = None) -> None:
+        """The watcher (or a rank that gave up waiting): the plan every rank agreed on, call ``target``, or None
+        and why not. Only the first plan of an arm counts (``JOB_ARM_MOVES``: a waiting arm moves once)."""
         with self.lock:
-            if job.target is None and job.outcome is None:
-                if plan.startswith("call "):
-                    job.target = int(plan.split()[1])
-                else:
-                    job.outcome = plan
-                    self._end_job_locked(job)
+            if target is not None and job.move(JobArmState.ARMED):
+                job.target = target
+                self.job_changes += 1
+            elif target is None and job.move(JobArmState.ABANDONED, reason):
+                self._end_job_locked(job)
                 self.job_changes += 1
         job.decided.set()
 
@@ -336,21 +375,22 @@ class _Session:
             return self.claim()
         if site is not job.site:
             return None
-        if job.target is None and job.outcome is None and job.index is not None \
-                and site.calls >= job.index + JOB_AHEAD:
+        if job.state is JobArmState.WAITING and job.index is not None and site.calls >= job.index + JOB_AHEAD:
             if not job.decided.wait(JOB_ANSWER_SECONDS + JOB_WAIT_MARGIN_SECONDS):
-                self.plan_job(job, f"abandoned: no plan within {JOB_ANSWER_SECONDS + JOB_WAIT_MARGIN_SECONDS:.0f} "
-                                   "s (the job's c10d store did not answer this rank); this rank does not capture")
+                self.plan_job(job, None, f"no plan within {JOB_ANSWER_SECONDS + JOB_WAIT_MARGIN_SECONDS:.0f} s (the "
+                                         "job's c10d store did not answer this rank); this rank does not capture")
         with self.lock:
-            if self.job is not job or job.target is None:
+            if self.job is not job or job.state is not JobArmState.ARMED or job.target is None:
                 return None
             calls = site.calls
             if calls < job.target:
                 return None
             if calls > job.target:  # cannot happen (docs/capture.md); never capture out of step
-                job.outcome = f"missed: call {calls} ran before the plan for call {job.target} arrived"
-                self._end_job_locked(job)
-                self.job_changes += 1
+                if job.move(JobArmState.MISSED, f"call {calls} ran before the plan for call {job.target} arrived"):
+                    self._end_job_locked(job)
+                    self.job_changes += 1
+                return None
+            if not job.move(JobArmState.CAPTURING):
                 return None
             self.job = None
             self.claimed = self.capturing = True
@@ -1007,14 +1047,24 @@ def _size(path: str) -> str:
 
 # ------------------------------------------------------------------------------------------------ output
 def _log(level: int, message: str) -> None:
-    """Log through stdlib logging; when nothing is configured, print to stderr so a plain script shows it."""
-    if not logger.hasHandlers():
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        logger.addHandler(handler)
-        if logger.level == logging.NOTSET:
-            logger.setLevel(logging.INFO)
-    logger.log(level, message)
+    """Log through stdlib logging; while nothing is configured, print to stderr so a plain script shows it.
+
+    No handler is ever added: "configured" is decided at each message (this logger or an ancestor, the root
+    included, has a handler), so an application that calls ``logging.basicConfig()`` after the first capture
+    sees every message once, through its own handlers. A message printed while nothing is configured sets this
+    logger to INFO unless it has a level (the capture and viewing lines are INFO), which it keeps afterwards.
+    """
+    if logger.hasHandlers():
+        logger.log(level, message)
+        return
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.INFO)
+    if logger.isEnabledFor(level):
+        try:  # one write per message, so the watcher's lines and the caller's never interleave mid-line
+            sys.stderr.write(message + "\n")
+            sys.stderr.flush()
+        except (AttributeError, OSError, ValueError):  # no stderr (None), a closed or a broken one: not the caller's
+            pass
 
 
 def _viewing_hints(result: CaptureResult, cfg: TorchTraceProfileConfig) -> list[str]:
@@ -1273,8 +1323,33 @@ JOB_POLL_SECONDS = 0.05  # the watcher's pace while a job arm waits for its plan
 STORE_TIMEOUT_SECONDS = 5.0  # the watcher's own store connection (a clone) gives up after this
 
 
+class JobArmState(str, enum.Enum):
+    """Where this rank's part in a job arm stands: ``job.arm.state`` in the status file, as the bare word (why an
+    arm ended without a capture is ``job.arm.reason``). ``python -m lightx2v.capture`` compares against these."""
+
+    WAITING = "waiting"  # joined (published its call count); waiting for every rank to, and for the plan
+    ARMED = "armed"  # the plan came: every rank captures call ``target``
+    CAPTURING = "capturing"  # this rank's capture of call ``target`` is under way
+    CAPTURED = "captured"  # ... and done
+    ABANDONED = "abandoned"  # ended without a capture: a rank did not answer, different call sites, no plan
+    MISSED = "missed"  # ended without a capture: call ``target`` ran before the plan came (cannot happen)
+
+
+# A job arm's lifecycle, the one table of its moves: _JobArm.move() makes only these (an arm starts WAITING; the
+# states with no move are its ends, after which the rank is back on the steady path).
+JOB_ARM_MOVES: dict[JobArmState, frozenset[JobArmState]] = {
+    JobArmState.WAITING: frozenset({JobArmState.ARMED, JobArmState.ABANDONED}),  # the plan: call T, or why not
+    JobArmState.ARMED: frozenset({JobArmState.CAPTURING, JobArmState.MISSED}),  # this rank's call T runs
+    JobArmState.CAPTURING: frozenset({JobArmState.CAPTURED}),  # the capture is over
+    JobArmState.CAPTURED: frozenset(),
+    JobArmState.ABANDONED: frozenset(),
+    JobArmState.MISSED: frozenset(),
+}
+JOB_PLAN_CALL = "call"  # the plan in the store: "call <T>", or "abandoned: <why>" (every rank reads the same one)
+
+
 class _JobArm:
-    """One arm of a multi-rank job as this rank takes part in it (``_Session`` owns its transitions)."""
+    """One arm of a multi-rank job as this rank takes part in it (``_Session`` makes its moves, under its lock)."""
 
     def __init__(self, number: int, request: dict[str, Any], site: _Site, label: str) -> None:
         self.number = number  # the n of the store keys
@@ -1283,24 +1358,32 @@ class _JobArm:
         self.label = label
         self.index: Optional[int] = None  # this rank's call count when it joined (published)
         self.target: Optional[int] = None  # the agreed call index
-        self.outcome: Optional[str] = None  # why it ended without a capture
+        self.state = JobArmState.WAITING
+        self.reason: Optional[str] = None  # why it ended without a capture
         self.generation: Optional[int] = None  # the session generation of the capture it started
         self.decided = threading.Event()
         self.joined_at = time.monotonic()
 
-    def state(self) -> str:
-        if self.outcome:
-            return self.outcome
-        if self.generation is not None:
-            return "capturing" if _SESSION.capturing and _SESSION.generation == self.generation else "captured"
-        if self.target is not None:
-            return f"armed for call {self.target}"
-        return "waiting for every rank"
+    def move(self, to: JobArmState, reason: Optional[str] = None) -> bool:
+        """Go to state ``to`` if ``JOB_ARM_MOVES`` allows it from the state now; whether it moved."""
+        if to not in JOB_ARM_MOVES[self.state]:
+            return False
+        self.state, self.reason = to, reason
+        return True
 
     def describe(self) -> dict[str, Any]:
         return {"number": self.number, "request_id": self.request.get("id"), "by": self.request.get("by"),
                 "site": self.label, "index": self.index, "target": self.target, "calls": self.site.calls,
-                "state": self.state(), "ahead": JOB_AHEAD}
+                "state": self.state.value, "reason": self.reason, "ahead": JOB_AHEAD}
+
+
+def _read_plan(plan: str) -> tuple[Optional[int], Optional[str]]:
+    """A plan from the store: (the agreed call, None), or (None, why nobody captures)."""
+    word, _, rest = plan.partition(" ")
+    if word == JOB_PLAN_CALL and rest.strip().isdigit():
+        return int(rest), None
+    prefix = JobArmState.ABANDONED.value + ": "
+    return None, plan[len(prefix):] if plan.startswith(prefix) else plan
 
 
 def _text(value: Any) -> str:
@@ -1321,7 +1404,7 @@ class _RemoteControl:
         self.armed_at: Optional[float] = None
         self.armed_by: Optional[str] = None
         self.captures_before: int = 0  # captures finished when that request armed
-        self.last_request: Optional[dict[str, Any]] = None  # {id, at, by, outcome, captures_before}
+        self.last_request: Optional[dict[str, Any]] = None  # {id, at, by, outcome, reason, captures_before}
         self.exited_at: Optional[float] = None
         self.started_at: Optional[float] = None  # the process's start time, from /proc
         self.written_state: Optional[tuple] = None  # _shown_state() as of the last status write
@@ -1426,30 +1509,33 @@ class _RemoteControl:
         by = str(request.get("by") or "outside")[:200]
         request_id = request.get("id")
 
-        def note(outcome: str, generation: int, captures: int) -> None:  # under the session's lock
-            if outcome in ("armed", "capturing now") or (
-                    outcome == "already armed" and generation != self.armed_generation):  # armed by reset_session()
+        def note(answer: _Answer, generation: int, captures: int) -> None:  # under the session's lock
+            outcome, reason = answer
+            if outcome in (ArmOutcome.ARMED, ArmOutcome.CAPTURING_NOW) or (
+                    outcome is ArmOutcome.ALREADY_ARMED and generation != self.armed_generation):  # reset_session()
                 self.captures_before = captures
-            if outcome == "armed":
+            if outcome is ArmOutcome.ARMED:
                 self.armed_generation = generation
                 self.armed_at, self.armed_by = time.time(), by
-            self.last_request = {"id": request_id, "at": time.time(), "by": by, "outcome": outcome,
-                                 "captures_before": self.captures_before}
+            self.last_request = {"id": request_id, "at": time.time(), "by": by, "outcome": outcome.value,
+                                 "reason": reason, "captures_before": self.captures_before}
 
         refusal = _multi_rank_refusal()
         store = None if refusal else self._job_store()
         if store is not None:  # a rank of a job: the request arms the job
-            outcome = self._request_job_arm(store, request_id, by)
+            answer = self._request_job_arm(store, request_id, by)
             with _SESSION.lock:
-                note(outcome, _SESSION.generation, _SESSION.captures)
+                note(answer, _SESSION.generation, _SESSION.captures)
                 job = _SESSION.last_job
                 self.last_request = {**(self.last_request or {}), "job_arm": job.number if job else None}
         else:
-            outcome = _SESSION.request_arm(refusal, note)
-        level = logging.INFO if outcome in ("armed", "already armed") else logging.WARNING
+            answer = _SESSION.request_arm(refusal, note)
+        outcome, reason = answer
+        level = logging.INFO if outcome in (ArmOutcome.ARMED, ArmOutcome.ALREADY_ARMED) else logging.WARNING
         what = ("the job's ranks agree on the call to capture at" if store is not None
                 else "the next first run() of any call site captures")
-        _log(level, f"[Profile] capture request from {by}: {outcome}" + (f" ({what})" if outcome == "armed" else ""))
+        _log(level, f"[Profile] capture request from {by}: {outcome.value}" + (f": {reason}" if reason else "")
+             + (f" ({what})" if outcome is ArmOutcome.ARMED else ""))
         self._write_status()
 
     def _write_status(self) -> None:
@@ -1510,15 +1596,16 @@ class _RemoteControl:
     def _key(self, number: int, name: str) -> str:
         return f"{JOB_KEY}/{number}/{name}"
 
-    def _request_job_arm(self, store: Any, request_id: Any, by: str) -> str:
+    def _request_job_arm(self, store: Any, request_id: Any, by: str) -> _Answer:
         """A request file reached this rank: arm the job (once, however many ranks' requests arrive)."""
         if not _env_flag(ENV_ENABLE):
-            return f"refused: profiling is off in this process ({ENV_ENABLE})"
+            return ArmOutcome.REFUSED, f"profiling is off in this process ({ENV_ENABLE})"
         job = _SESSION.job
         if job is not None:
-            return "already armed"
+            return ArmOutcome.ALREADY_ARMED, None
         if _SESSION.last_site is None:
-            return "refused: this rank has made no capture with a TorchTraceProfileContext (no call site to arm)"
+            return (ArmOutcome.REFUSED,
+                    "this rank has made no capture with a TorchTraceProfileContext (no call site to arm)")
         number = self.next_job_arm
         payload = json.dumps({"id": request_id, "by": by, "at": time.time()})
         agreed = _text(store.compare_set(self._key(number, "request"), "", payload))
@@ -1527,7 +1614,8 @@ class _RemoteControl:
             first = json.loads(agreed)
         except ValueError:
             first = {}
-        return "armed" if agreed == payload or (request_id and first.get("id") == request_id) else "already armed"
+        mine = agreed == payload or (request_id and first.get("id") == request_id)
+        return (ArmOutcome.ARMED if mine else ArmOutcome.ALREADY_ARMED), None
 
     def _poll_job(self) -> None:
         """Join the next job arm when one is in the store; decide the plan of the one in progress."""
@@ -1548,7 +1636,7 @@ class _RemoteControl:
             store.set(self._key(job.number, f"index/{rank}"), json.dumps({"index": job.index, "site": job.label}))
             _log(logging.INFO, f"[Profile] job arm {job.number} from {request.get('by')}: rank {rank} joined at "
                                f"call {job.index} of {job.label!r}; waiting for every rank")
-        if job.target is not None:
+        if job.state is not JobArmState.WAITING:
             return  # planned: the caller's thread captures at the agreed call
         plan_key = self._key(job.number, "plan")
         if store.check([plan_key]):
@@ -1558,22 +1646,24 @@ class _RemoteControl:
             if store.check(keys):
                 published = [json.loads(_text(store.get(k))) for k in keys]
                 sites = sorted({str(p.get("site")) for p in published})
-                plan = (f"call {max(int(p['index']) for p in published) + JOB_AHEAD}" if len(sites) == 1 else
-                        f"abandoned: the ranks' last captures were at different call sites ({', '.join(sites)})")
+                abandoned = JobArmState.ABANDONED.value
+                plan = (f"{JOB_PLAN_CALL} {max(int(p['index']) for p in published) + JOB_AHEAD}" if len(sites) == 1
+                        else f"{abandoned}: the ranks' last captures were at different call sites ({', '.join(sites)})")
             elif time.monotonic() - job.joined_at > JOB_ANSWER_SECONDS:
                 missing = [r for r, k in enumerate(keys) if not store.check([k])]
-                plan = (f"abandoned: rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} did not "
-                        f"answer within {JOB_ANSWER_SECONDS:.0f} s (never made a capture, so no watcher; busy "
-                        "without releasing the GIL; or gone)")
+                plan = (f"{JobArmState.ABANDONED.value}: rank{'s' if len(missing) > 1 else ''} "
+                        f"{', '.join(map(str, missing))} did not answer within {JOB_ANSWER_SECONDS:.0f} s (never made "
+                        "a capture, so no watcher; busy without releasing the GIL; or gone)")
             else:
                 return
             plan = _text(store.compare_set(plan_key, "", plan))  # the first plan set is every rank's plan
-        _SESSION.plan_job(job, plan)
+        target, reason = _read_plan(plan)
+        _SESSION.plan_job(job, target, reason)
         self.next_job_arm = job.number + 1
-        _log(logging.INFO if plan.startswith("call ") else logging.WARNING,
+        _log(logging.INFO if target is not None else logging.WARNING,
              f"[Profile] job arm {job.number}: rank {rank}: "
-             + (f"every rank captures at {plan} of {job.label!r} (this rank is at call {job.site.calls})"
-                if plan.startswith("call ") else plan))
+             + (f"every rank captures at call {target} of {job.label!r} (this rank is at call {job.site.calls})"
+                if target is not None else f"{JobArmState.ABANDONED.value}: {reason}"))
 
     def _job_status(self, world_size: int) -> Optional[dict[str, Any]]:
         if world_size <= 1:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .diff import ADDED, REMOVED, SAME, Delta, OpKernels, RankDiff, RunDiff, group_path, pair_label
 from .names import short_name
+from .noise import NO_TEST, NOISE, RANGES, RANK_TEST, REAL, UNTESTED, Noise
 from .render import format_bytes, format_ms
 
 KERNEL_LIST = 3  # kernels named under an op group whose kernels changed, per side
@@ -59,6 +60,8 @@ def render_rank_diff(r: RankDiff, top: int = 10) -> str:
              _row("kernels", r.kernel_calls_per_step, count=True),
              _row("kernel time ms", r.kernel_time_per_step_us),
              _row("CPU op self ms", r.cpu_self_per_step_us)]
+    if r.step_noise is not None:
+        lines.append(noise_line(r.step_noise, r.base_steps, r.new_steps))
     for m in r.memory:
         lines.append(_row(f"{m.kind} ms", m.time_per_step_us))
         lines.append(_row(f"{m.kind} calls", m.calls_per_step, count=True))
@@ -69,7 +72,8 @@ def render_rank_diff(r: RankDiff, top: int = 10) -> str:
     changed_ops = [o for o in r.ops if o.status != SAME]
     lines += ["", f"Op groups (label / top-level op) whose GPU work changed: {len(changed_ops)} of {len(r.ops)}"]
     if changed_ops:
-        lines.append(f"  {'status':<15} {'calls B>N':>13} {'BASE ms':>9} {'NEW ms':>9} {'delta ms':>9} {'%':>7}  group")
+        lines.append(f"  {'status':<15} {'calls B>N':>13} {'BASE ms':>9} {'NEW ms':>9} {'delta ms':>9} {'%':>7} "
+                     f"{'noise':>6}  group")
         for o in changed_ops[:top]:
             lines += _op_lines(o)
         if len(changed_ops) > top:
@@ -80,12 +84,12 @@ def render_rank_diff(r: RankDiff, top: int = 10) -> str:
     lines += ["", f"Kernels: {counts[ADDED]} added, {counts[REMOVED]} removed, {counts['changed']} changed, "
                   f"{counts[SAME]} the same (per step, by |delta time|)"]
     if kernels:
-        lines.append(f"  {'status':<8} {'calls B>N':>13} {'BASE ms':>9} {'NEW ms':>9} {'delta ms':>9} {'%':>7}  "
-                     "kernel")
+        lines.append(f"  {'status':<8} {'calls B>N':>13} {'BASE ms':>9} {'NEW ms':>9} {'delta ms':>9} {'%':>7} "
+                     f"{'noise':>6}  kernel")
         for k in kernels[:top]:
             row = (f"  {k.status:<8} {_calls(k.calls_per_step):>13} {format_ms(k.time_per_step_us.base):>9} "
                    f"{format_ms(k.time_per_step_us.new):>9} {_sms(k.time_per_step_us.delta):>9} "
-                   f"{_pct(k.time_per_step_us.delta_pct):>7}  {k.short_name}")
+                   f"{_pct(k.time_per_step_us.delta_pct):>7} {noise_word(k.noise):>6}  {k.short_name}")
             lines.append(row)
             if k.status in (ADDED, REMOVED) and k.ops:  # where it came from or went: the op group table's row
                 more = f" (and {len(k.ops) - 1} more)" if len(k.ops) > 1 else ""
@@ -99,11 +103,12 @@ def render_rank_diff(r: RankDiff, top: int = 10) -> str:
                   f"{sum(1 for o in r.cpu_ops if o.status == 'changed')} changed (per step, by |delta self time|)"]
     if ops:
         lines.append(f"  {'status':<8} {'calls B>N':>13} {'BASE self':>9} {'NEW self':>9} {'delta ms':>9} "
-                     f"{'%':>7}  op")
+                     f"{'%':>7} {'noise':>6}  op")
         for op in ops[:top]:
             d = op.self_per_step_us
             lines.append(f"  {op.status:<8} {_calls(op.calls_per_step):>13} {format_ms(d.base):>9} "
-                         f"{format_ms(d.new):>9} {_sms(d.delta):>9} {_pct(d.delta_pct):>7}  {op.name}")
+                         f"{format_ms(d.new):>9} {_sms(d.delta):>9} {_pct(d.delta_pct):>7} {noise_word(op.noise):>6}  "
+                         f"{op.name}")
         if len(ops) > top:
             lines.append(f"  ... {len(ops) - top} more")
     return "\n".join(lines)
@@ -112,7 +117,7 @@ def render_rank_diff(r: RankDiff, top: int = 10) -> str:
 def _op_lines(o: OpKernels) -> list[str]:
     d = o.gpu_time_per_step_us
     lines = [f"  {o.status:<15} {_calls(o.kernel_calls_per_step):>13} {format_ms(d.base):>9} {format_ms(d.new):>9} "
-             f"{_sms(d.delta):>9} {_pct(d.delta_pct):>7}  {group_path(o.label, o.op)}"]
+             f"{_sms(d.delta):>9} {_pct(d.delta_pct):>7} {noise_word(o.noise):>6}  {group_path(o.label, o.op)}"]
     for sign, names in (("-", o.kernels_removed), ("+", o.kernels_added)):
         if o.status in (ADDED, REMOVED):
             break
@@ -123,6 +128,24 @@ def _op_lines(o: OpKernels) -> list[str]:
     if o.launchers_base and o.launchers_new and set(o.launchers_base) != set(o.launchers_new):
         lines.append(f"      launched by: {', '.join(o.launchers_base[:2])} -> {', '.join(o.launchers_new[:2])}")
     return lines
+
+
+def noise_word(n: Noise | None) -> str:
+    """A row's noise column: ``real`` (beyond noise), ``noise`` (within it), ``?`` (one step a side)."""
+    if n is None:
+        return ""
+    return {REAL: "real", NOISE: "noise", UNTESTED: "?"}[n.verdict]
+
+
+def noise_line(n: Noise | None, base_steps: int, new_steps: int) -> str:
+    """How the step wall was judged: the test, its p and the steps' own spread."""
+    if n is None:
+        return ""
+    how = {RANK_TEST: f"Mann-Whitney p={n.p_value:.3g}" if n.p_value is not None else "",
+           RANGES: "ranges " + ("apart" if n.verdict == REAL else "overlap"),
+           NO_TEST: "one step a side: not tested"}[n.test]
+    spread = f", steps vary ±{n.noise_pct:.1f}%" if n.noise_pct is not None else ""
+    return f"  step wall: {n.verdict} ({base_steps} vs {new_steps} steps, {how}{spread})"
 
 
 def _table_head(what: str) -> str:

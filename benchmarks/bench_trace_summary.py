@@ -83,9 +83,9 @@ def generate_trace(path: Path, size_mb: float) -> int:
     return copies
 
 
-def measure(cmd: list[str], stdout_path: Path, timeout: float) -> dict:
-    """Wall time and peak RSS of one child process (its own rusage via wait4)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+def measure(cmd: list[str], stdout_path: Path, timeout: float, code: Path = REPO) -> dict:
+    """Wall time and peak RSS of one child process (its own rusage via wait4); ``code``: where its lightx2v is."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")])))
     with open(stdout_path, "wb") as out:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, env=env, start_new_session=True)

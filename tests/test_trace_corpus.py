@@ -178,3 +178,16 @@ def test_the_corpus_is_small_and_licensed():
     assert "MIT License" in (CORPUS / "LICENSE").read_text()
     assert shutil.which  # the corpus README names its source commit
     assert "f4d0062c382f42bd8a74838bcdad1916c7d5d2da" in (CORPUS / "README.md").read_text()
+
+
+def test_the_overview_page_shows_idle_by_cause_and_the_sync_that_held_the_gpu():
+    from lightx2v.trace_browser.overview import render_overview
+    from lightx2v.trace_summary import summarize_paths
+
+    (run,) = summarize_paths([str(CORPUS / "trace_diff/control/control.json.gz")])
+    page = render_overview(run)
+    table = page[page.index("<table class=idle-causes>"):]
+    table = table[:table.index("</table>")]
+    # the same split the text summary gives: host wait first, then the syncs named by op and call
+    assert ">host wait</td>" in table and ">short gaps</td>" in table
+    assert "sync: aten::to → cudaStreamSynchronize" in table and "sync: aten::item → cudaStreamSynchronize" in table

@@ -53,6 +53,7 @@ def test_the_rule_needs_both_a_test_and_a_big_enough_effect():
 
 def capture(tmp_path: Path, name: str, *flags: str) -> Path:
     out = tmp_path / name
+    tmp_path.mkdir(parents=True, exist_ok=True)
     done = subprocess.run([sys.executable, str(PROGRAM), str(out), *flags], capture_output=True, text=True,
                           timeout=300, cwd=tmp_path, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
@@ -61,10 +62,20 @@ def capture(tmp_path: Path, name: str, *flags: str) -> Path:
 
 
 def test_a_doubled_matmul_is_named_as_the_cause_of_a_slower_step(tmp_path):
-    base, new = capture(tmp_path, "base"), capture(tmp_path, "new", "--double-matmul")
-    (b,), (n,) = summarize_paths([str(base)]), summarize_paths([str(new)])
-    assert len(b.ranks[0].steps) == len(n.ranks[0].steps) == 5
-    d = compare_runs(b, n)
+    """Wall times of two captures taken at different moments: another job's burst can slow one side's steps as
+    much as the change does, and then the honest answer is "no change beyond noise" with a large spread. So a
+    pair is captured again (at most 3 pairs) while the machine was too noisy to tell; NEW is never "faster"."""
+    for attempt in range(3):
+        # 8 steps a side: the rank test tolerates a few steps slowed by whatever else the machine runs
+        base = capture(tmp_path / str(attempt), "base", "--active", "8")
+        new = capture(tmp_path / str(attempt), "new", "--active", "8", "--double-matmul")
+        (b,), (n,) = summarize_paths([str(base)]), summarize_paths([str(new)])
+        assert len(b.ranks[0].steps) == len(n.ranks[0].steps) == 8
+        d = compare_runs(b, n)
+        assert "faster" not in d.verdict, d.verdict
+        if d.ranks[0].step_noise.verdict == REAL:
+            break
+        assert d.verdict.startswith("no change beyond noise"), d.verdict
     assert d.verdict.startswith("NEW is ") and "slower per step" in d.verdict and "beyond noise" in d.verdict
     first_named = d.verdict.split("); ", 1)[1]
     assert first_named.startswith("aten::mm +"), d.verdict

@@ -17,6 +17,7 @@ from lightx2v.trace_summary.analyze import IDLE_FLAG_RATIO
 from lightx2v.trace_summary.devices import unlisted
 from lightx2v.trace_summary.model import DeviceMemory, IdleStats, MemorySummary, RankSummary, RunSummary
 from lightx2v.trace_summary.render import format_bytes, format_ms, format_pct, format_signed_bytes
+from lightx2v.trace_summary.steps import cause_times, idle_advice
 
 BAR_WIDTH = 220
 CURVE_WIDTH, CURVE_HEIGHT = 3 * BAR_WIDTH, 120  # the memory curve, in the bars' style
@@ -244,18 +245,23 @@ def _idle(idle: IdleStats) -> str:
     flagged = idle.flagged
     verdict = (f"high: ≥ {100 * IDLE_FLAG_RATIO:.0f}% of step time" if flagged
                else f"ok (flagged at ≥ {100 * IDLE_FLAG_RATIO:.0f}%)")
-    hint = ""
-    if flagged:
-        hint = (" Mostly one long stall: look for a host sync, data loading or CPU work at that offset."
-                if idle.largest_gap_us >= idle.idle_us / 2 else
-                " Many short gaps: launch-bound (small kernels); CUDA graphs or torch.compile may help.")
+    hint = f" {idle_advice(idle)}." if flagged and idle_advice(idle) else ""
     busy_bar = bar([(idle.window_us - idle.idle_us, BUSY), (idle.idle_us, WARN if flagged else IDLE)],
                    idle.window_us, "GPU busy vs idle inside steps")
+    causes = ""
+    if idle.causes is not None and idle.idle_us > 0:
+        rows = [f"<tr><td>{_e(cause)}</td><td>{bar([(us, WARN if flagged else IDLE)], idle.idle_us, cause)}</td>"
+                f"<td class=num>{_ms(us)}</td><td class=num>{_pct(100 * us / idle.idle_us)}</td></tr>"
+                for cause, us in cause_times(idle.causes) if us > 0]
+        rows += [f"<tr><td class=name>sync: {_e((w.op + ' → ' if w.op else '') + w.call)}</td><td></td>"
+                 f"<td class=num>{_ms(w.idle_us)}</td><td class=num>{w.gaps} gap{'s' if w.gaps != 1 else ''}</td>"
+                 f"</tr>" for w in idle.causes.syncs[:3]]
+        causes = _table(["idle by cause", "", "ms", "% of idle"], rows, "idle-causes")
     return (f"<h3>GPU idle gaps</h3><p class=\"idle{' flagged' if flagged else ''}\">"
             f"{busy_bar} "
             f"idle {_ms(idle.idle_us)} of {_ms(idle.window_us)} ms ({100 * idle.ratio:.1f}%), {_e(verdict)}; "
             f"largest gap {_ms(idle.largest_gap_us)} ms at +{_ms(idle.largest_gap_at_us)} ms into "
-            f"{_e(idle.largest_gap_step)}; {idle.gaps_over_10us} gaps ≥ 10 µs.{_e(hint)}</p>")
+            f"{_e(idle.largest_gap_step)}; {idle.gaps_over_10us} gaps ≥ 10 µs.{_e(hint)}</p>{causes}")
 
 
 def _kernels(r: RankSummary) -> str:

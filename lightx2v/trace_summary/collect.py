@@ -112,6 +112,8 @@ class Collected:
         names, threads, gpu_names, streams, extra = self.names, self.threads, self.gpu_names, self.streams, self._extra
         g_lo, g_dur, g_name, g_ext = self.g_lo.append, self.g_dur.append, self.g_name.append, self.g_ext.append
         g_corr = self.g_corr.append
+        rt_names, rt_corr, rt_thread = self.rt_names, self.rt_corr.append, self.rt_thread.append
+        rt_name, rt_ts, rt_dur = self.rt_name.append, self.rt_ts.append, self.rt_dur.append
         op_thread, op_name, op_ts, op_dur = (self.op_thread.append, self.op_name.append, self.op_ts.append,
                                              self.op_dur.append)
         op_ext = self.op_ext.append
@@ -141,9 +143,6 @@ class Collected:
                 continue
             ts = ts - base
             end = ts + dur
-            if cat in runtime_cats:
-                self._runtime(name, ts, dur, ev)
-                continue  # host calls inside the ops: they do not widen the trace's span
             if cat in cpu_cats and not name.startswith(STEP_PREFIX):
                 key = (ev.get("pid"), ev.get("tid"))
                 try:
@@ -203,6 +202,27 @@ class Collected:
                     g_corr(NO_ID)
                 g_lo(ts)
                 g_dur(dur)
+            elif cat in runtime_cats:
+                key = (ev.get("pid"), ev.get("tid"))
+                try:
+                    t = threads.get(key)
+                except TypeError:
+                    reject(ev)
+                    continue
+                if t is None:
+                    t = threads[key] = len(threads)
+                n = rt_names.get(name)
+                if n is None:
+                    n = rt_names[name] = len(rt_names)
+                try:
+                    rt_corr(ev["args"]["correlation"])
+                except (KeyError, TypeError, OverflowError):
+                    rt_corr(NO_ID)
+                rt_thread(t)
+                rt_name(n)
+                rt_ts(ts)
+                rt_dur(dur)
+                continue  # host calls inside the ops: they do not widen the trace's span
             elif name.startswith(STEP_PREFIX):
                 steps = self.gpu_steps if cat == "gpu_user_annotation" else self.cpu_steps
                 s = steps.get(name)
@@ -244,28 +264,6 @@ class Collected:
             self.malformed[(field, problem, dropped)] = [1, name if isinstance(name, str) else ""]
         else:
             entry[0] += 1
-
-    def _runtime(self, name: str, ts: float, dur: float, ev: dict[str, Any]) -> None:
-        """Keep a runtime/driver call: its thread, name, time and correlation id (the launch chain's first link)."""
-        key = (ev.get("pid"), ev.get("tid"))
-        try:
-            t = self.threads.get(key)
-        except TypeError:
-            self._reject(ev)
-            return
-        if t is None:
-            t = self.threads[key] = len(self.threads)
-        n = self.rt_names.get(name)
-        if n is None:
-            n = self.rt_names[name] = len(self.rt_names)
-        try:
-            self.rt_corr.append(ev["args"]["correlation"])
-        except (KeyError, TypeError, OverflowError):
-            self.rt_corr.append(NO_ID)
-        self.rt_thread.append(t)
-        self.rt_name.append(n)
-        self.rt_ts.append(ts)
-        self.rt_dur.append(dur)
 
     def _label(self, name: str, ts: float, dur: float, ev: dict[str, Any]) -> bool:
         """Keep a record_function label (off the hot path); False when its pid/tid is unusable (rejected)."""

@@ -11,6 +11,7 @@ the first one on that chain that also ends at or after hi. One bisect and a shor
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from collections.abc import Sequence
 
@@ -27,7 +28,8 @@ class Enclosing:
             by_thread.setdefault(t, []).append(i)
         self.threads: dict[int, tuple[list[float], list[int], list[int]]] = {}
         for t, idx in by_thread.items():
-            idx.sort(key=lambda i: (ts[i], -dur[i]))
+            if not _ordered(idx, ts, dur):  # kineto writes a thread's events in this order: sort only if not
+                idx.sort(key=lambda i: (ts[i], -dur[i]))
             parent: list[int] = []
             stack: list[int] = []  # positions in idx of the intervals still open
             for pos, i in enumerate(idx):
@@ -52,3 +54,14 @@ class Enclosing:
                 return i
             pos = parent[pos]
         return NONE
+
+
+def _ordered(idx: list[int], ts: Sequence[float], dur: Sequence[float]) -> bool:
+    """Whether ``idx`` is already in (start, -duration) order."""
+    prev_ts, prev_dur = -math.inf, math.inf
+    for i in idx:
+        t = ts[i]
+        if t < prev_ts or (t == prev_ts and dur[i] > prev_dur):
+            return False
+        prev_ts, prev_dur = t, dur[i]
+    return True

@@ -60,14 +60,14 @@ def render_rank_diff(r: RankDiff, top: int = 10) -> str:
              _row("kernels", r.kernel_calls_per_step, count=True),
              _row("kernel time ms", r.kernel_time_per_step_us),
              _row("CPU op self ms", r.cpu_self_per_step_us)]
-    if r.step_noise is not None:
-        lines.append(noise_line(r.step_noise, r.base_steps, r.new_steps))
     for m in r.memory:
         lines.append(_row(f"{m.kind} ms", m.time_per_step_us))
         lines.append(_row(f"{m.kind} calls", m.calls_per_step, count=True))
         if m.bytes_per_step.base is not None or m.bytes_per_step.new is not None:
             lines.append(f"  {m.kind + ' bytes':<18} {_bytes(m.bytes_per_step.base):>12} "
                          f"{_bytes(m.bytes_per_step.new):>12}")
+    if r.step_noise is not None:
+        lines.append(noise_line(r.step_noise, r.base_steps, r.new_steps))
 
     changed_ops = [o for o in r.ops if o.status != SAME]
     lines += ["", f"Op groups (label / top-level op) whose GPU work changed: {len(changed_ops)} of {len(r.ops)}"]

@@ -44,7 +44,7 @@ def main() -> int:
     parser.add_argument("--active", type=int, default=5)
     parser.add_argument("--double-matmul", action="store_true")
     args = parser.parse_args()
-    x = torch.randn(128, 256)
+    x = torch.randn(512, 256)
     profile = TorchTraceProfileContext("denoise_step", tb_dir=args.out, wait=1, warmup=1, active=args.active)
     profile.run(denoise_step, x, args.double_matmul)
     return 0

@@ -5,12 +5,37 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 H200_TRACE = FIXTURES / "h200_dit_stack.pt.trace.json.gz"
+
+
+# Markers that say what a test starts (registered in pyproject.toml); each of them makes the test slow too, so
+# `python3 -m pytest -m "not slow"` is the fast part: unit tests and the summary on files, no engines or ranks.
+HEAVY_MARKERS = ("docker", "torchrun", "browser")
+
+
+def in_ci() -> bool:
+    """True when the run is CI's (``CI=true``, as .ci/run and most CI services set it)."""
+    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+
+
+def missing_tool(what: str) -> NoReturn:
+    """A tool a test needs is not on this machine: outside CI the test skips and says what to install; in CI it
+    fails, so a machine that lost a tool never turns green by skipping."""
+    if in_ci():
+        pytest.fail(f"{what} (CI=true: a missing tool fails the run instead of skipping)", pytrace=False)
+    pytest.skip(what)
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if any(item.get_closest_marker(name) for name in HEAVY_MARKERS) and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
 
 
 def subprocess_env(**overrides: str) -> dict[str, str]:

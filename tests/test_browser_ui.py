@@ -12,6 +12,8 @@ from conftest import H200_TRACE, free_port
 from helpers.browser import chromium
 from helpers.procs import Server, answers, cpu_trace, land, launcher, runs, wait_until
 
+pytestmark = pytest.mark.browser
+
 
 @pytest.fixture(scope="module")
 def driver():

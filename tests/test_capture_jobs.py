@@ -25,6 +25,8 @@ from conftest import REPO_ROOT, free_port, subprocess_env
 from helpers.procs import Server, answers, get_json, wait_until
 from helpers.traces import PLUGIN_TRACE_RE, load_trace
 
+pytestmark = pytest.mark.torchrun
+
 PROGRAM = REPO_ROOT / "tests" / "programs" / "distributed_arms.py"
 ARMS = 20
 

@@ -160,6 +160,7 @@ def test_unknown_and_silent_processes_are_refused_clearly(tmp_path):
     assert "[gone]" in capture_cli("list", str(logdir), cwd=tmp_path).stdout
 
 
+@pytest.mark.torchrun
 def test_torchrun_job_without_a_process_group_is_refused_clearly(tmp_path):
     """2 ranks under torchrun without init_process_group: no c10d store, so no way for the ranks to agree on a call.
     Their status says why, and arming the job (listed as one) is refused with that reason, nothing written.
@@ -218,6 +219,7 @@ def test_capture_post_is_same_origin_only(tmp_path):
         browser.stop()
 
 
+@pytest.mark.browser
 def test_capture_next_call_button_in_chromium(long_running, tmp_path):
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By

@@ -14,6 +14,8 @@ from helpers.browser import chromium, external_requests
 from helpers.compare_root import BASE_RUN, NEW_RUN, RANKS_BASE, RANKS_NEW, SWITCHED, make_compare_root
 from helpers.procs import Server, answers, wait_until
 
+pytestmark = pytest.mark.browser
+
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):

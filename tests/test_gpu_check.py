@@ -20,6 +20,8 @@ import pytest
 from conftest import H200_TRACE, REPO_ROOT, subprocess_env
 from helpers.traces import PLUGIN_TRACE_RE, load_trace
 
+pytestmark = pytest.mark.slow
+
 SCRIPT = REPO_ROOT / "benchmarks" / "gpu_check.sh"
 STEPS = ["profiler capture", "infer", "trace_summary", "tensorboard", "torchrun 2 ranks", "memory"]
 

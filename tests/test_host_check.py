@@ -200,6 +200,7 @@ fetch(arguments[0]).then(async r => done({status: r.status, text: await r.text()
                          e => done({status: 0, text: String(e)}));"""
 
 
+@pytest.mark.browser
 def test_a_rebinding_page_in_chromium_cannot_read_traces(results, browser_port, tensorboard_port):
     """evil.test is mapped to 127.0.0.1, so a page at http://evil.test:PORT/ is same-origin with our servers, as
     after a rebinding. Its scripts get 403 from both servers; a trace browser that allows the name (the control)

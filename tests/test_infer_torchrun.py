@@ -15,6 +15,8 @@ from helpers.infer import FAST, run_infer
 from helpers.torchrun import rows, run_torchrun
 from helpers.traces import event_names, load_trace
 
+pytestmark = pytest.mark.torchrun
+
 
 def test_cfg_parallel_two_ranks_equal_single_process_and_share_one_run_directory(tmp_path):
     single = run_infer(tmp_path / "single", *FAST, "--no-profile")

@@ -21,6 +21,8 @@ from conftest import REPO_ROOT, free_port, subprocess_env
 from helpers.browser import chromium, external_requests
 from helpers.procs import Server, answers, cpu_trace, http_get, land, launcher, runs, wait_until
 
+pytestmark = pytest.mark.browser
+
 PROGRAM = REPO_ROOT / "tests" / "programs" / "memory_capture.py"
 
 

@@ -26,6 +26,8 @@ from helpers.procs import launcher, runs, wait_until, workers
 from helpers.torchrun import TwoNodeJob, rows
 from helpers.traces import PLUGIN_TRACE_RE, load_trace
 
+pytestmark = pytest.mark.torchrun
+
 PROGRAM = REPO_ROOT / "tests" / "programs" / "distributed_capture.py"
 ARMS_PROGRAM = REPO_ROOT / "tests" / "programs" / "distributed_arms.py"  # runs until CONTROL/stop; call#<i> labels
 DOCS = [REPO_ROOT / "docs" / "torchrun.md", REPO_ROOT / "README.md", REPO_ROOT / "docs" / "zh" / "README.md"]

@@ -22,6 +22,8 @@ from conftest import H200_TRACE, REPO_ROOT, free_port, subprocess_env
 from helpers.browser import chromium, external_requests
 from helpers.procs import Server, answers, land, launcher, runs, wait_until
 
+pytestmark = pytest.mark.browser
+
 TOP_KERNEL = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"
 FIXTURE_STEP_MS = "22.241"  # ProfilerStep#4's wall time, as `python -m lightx2v.trace_summary` reports it
 H200_FILE = "torch_profile/h200_run/rank0_h200.pt.trace.json.gz"

@@ -13,6 +13,8 @@ from conftest import REPO_ROOT, subprocess_env
 from helpers.torchrun import rows, run_torchrun
 from helpers.traces import PLUGIN_TRACE_RE, load_trace, run_dirs
 
+pytestmark = pytest.mark.torchrun
+
 PROGRAM = REPO_ROOT / "tests" / "programs" / "distributed_capture.py"
 
 

@@ -16,6 +16,8 @@ from lightx2v.trace_summary.names import PLUGIN_TRACE_RE
 from conftest import REPO_ROOT, subprocess_env
 from helpers.torchrun import run_torchrun
 
+pytestmark = pytest.mark.torchrun
+
 PROGRAM = REPO_ROOT / "tests" / "programs" / "summary_straggler.py"
 
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from .engine import Engine, ensure_standin_base
+from .engine import INSTALL_HINT, Engine, ensure_standin_base, missing_engine_tools
 from .stack import TIMINGS, build, cached_steps, copy_project
+from conftest import missing_tool
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -26,6 +27,9 @@ def pytest_terminal_summary(terminalreporter):
 
 @pytest.fixture(scope="session")
 def docker_engine():
+    missing = missing_engine_tools()
+    if missing:
+        missing_tool(f"needs {', '.join(missing)} for a private Docker engine: {INSTALL_HINT}")
     engine = Engine()
     engine.start()
     try:

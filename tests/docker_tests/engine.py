@@ -41,6 +41,14 @@ class EngineError(RuntimeError):
     """The test engine could not be started or used; the message says what to install or check."""
 
 
+ENGINE_TOOLS = ("dockerd", "docker", "debootstrap")  # the engine, its CLI, and what makes the stand-in base
+
+
+def missing_engine_tools() -> list[str]:
+    """The engine's tools this machine lacks (before any is started: a lack skips outside CI, a failure fails)."""
+    return [name for name in ENGINE_TOOLS if not shutil.which(name)]
+
+
 def tool(name: str) -> str:
     """Path of a command-line tool, looking next to this Python too (pip puts console scripts there)."""
     found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))

@@ -22,7 +22,7 @@ from .traces import RUN_GLOB, STRAIGHT_GLOB, traces
 from conftest import REPO_ROOT, free_port
 from helpers.procs import Server, answers, http_get, runs, wait_until
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 SCRIPT = "scripts/qwen_image/qwen_image_t2i_standin.sh"
 NOTICE = "LightX2V's original profiler module"

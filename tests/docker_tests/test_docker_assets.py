@@ -17,7 +17,7 @@ from lightx2v.assets import IMAGE_COMMAND, IMAGE_SERVICE, WEBCOMPONENTS
 from .stack import OWNER_GID, OWNER_UID, TIMINGS, build, free_port, start_stack
 from .traces import wait_for
 
-pytestmark = pytest.mark.timeout(1200)
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(1200)]
 
 WARNING = "assets: WARNING"
 MISSING = "the offline Timeline is missing"

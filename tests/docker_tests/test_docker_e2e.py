@@ -17,7 +17,7 @@ from .traces import land_then_list, owner_report, owners, owners_paths, traces
 from helpers.traces import load_trace
 
 # First test pays for the session fixtures: stand-in base (~2.5 min on a fresh machine) + two builds.
-pytestmark = pytest.mark.timeout(1200)
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(1200)]
 
 CHECKOUT = "/workspace/LightX2V"
 RESULTS = f"{CHECKOUT}/save_results"

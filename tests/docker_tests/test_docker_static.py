@@ -13,8 +13,10 @@ import subprocess
 
 import pytest
 
-from .engine import tool
+from .engine import EngineError
+from .engine import tool as find_tool
 from .stack import REPO_ROOT, SERVICE
+from conftest import missing_tool
 
 COMPOSE = REPO_ROOT / "compose.yaml"
 CI_OVERRIDE = REPO_ROOT / "tests" / "docker_tests" / "compose.ci.yaml"
@@ -22,6 +24,14 @@ DOCKERFILE = REPO_ROOT / "Dockerfile"
 SUPERVISORD_CONF = REPO_ROOT / "docker" / "supervisord.conf"
 SHELL_SCRIPTS = [REPO_ROOT / "docker" / name
                  for name in ("entrypoint.sh", "smoke-gpu.sh", "inference.sh", "install-stack.sh", "stack-command")]
+
+
+def tool(name: str) -> str:
+    """A linter or Compose's CLI; one not installed skips outside CI and fails in it."""
+    try:
+        return find_tool(name)
+    except EngineError:
+        missing_tool(f"needs `{name}` (scripts/install_test_deps.sh installs it)")
 
 
 def run(*cmd: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

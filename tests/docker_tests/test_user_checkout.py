@@ -30,7 +30,7 @@ from .checkout import STEPS, write_checkout
 from .stack import OWNER_GID, OWNER_UID, REPO_ROOT, TIMINGS, start_stack
 from .traces import STRAIGHT_GLOB, found_after, land_then_list, owner_report, owners, traces, wait_for
 
-pytestmark = pytest.mark.timeout(1200)
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(1200)]
 
 IN_CONTAINER = "/workspace/LightX2V"
 ELSEWHERE = "/data/LightX2V"

@@ -6,18 +6,23 @@ from __future__ import annotations
 import shutil
 from contextlib import contextmanager
 
+from conftest import missing_tool
+
 OFFLINE = "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"
 
 
 @contextmanager
 def chromium(offline: bool = True, width: int = 1400, height: int = 1000, extra_args: tuple[str, ...] = ()):
-    from selenium import webdriver
+    try:
+        from selenium import webdriver
+    except ImportError:
+        missing_tool("needs selenium (scripts/install_test_deps.sh)")
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
 
     binary, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
-    assert binary and driver_path, ("needs Debian's chromium and chromium-driver "
-                                    "(apt-get install -y chromium chromium-driver)")
+    if not (binary and driver_path):
+        missing_tool("needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)")
     options = Options()
     options.binary_location = binary
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",

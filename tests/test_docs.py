@@ -158,3 +158,12 @@ def test_benchmark_rows_agree_with_the_breakdown_they_link():
                    if not re.search(rf"(?<![\d.]){re.escape(figure)}(?![\d/]|\.\d)", breakdown)]
         assert not missing, f"{row['what']}: {missing} not in {target.group(1)}"
     assert linked >= 2
+
+
+def test_the_trace_summary_package_map_names_every_module():
+    """The package docstring is the map a new engineer reads first; a module it does not name is one nobody finds."""
+    import lightx2v.trace_summary as package
+
+    modules = {p.stem for p in Path(package.__file__).parent.glob("*.py") if not p.stem.startswith("_")}
+    named = set(re.findall(r"``(\w+)``", package.__doc__ or ""))
+    assert modules - named == set()

@@ -4,12 +4,20 @@
     runs = summarize_paths(["save_results/torch_profile"], top=10)   # newest run of a logdir
     print(render_runs(runs))
 
-Modules, one idea each: ``reader`` (streaming JSON events, plain or gzip), ``discover`` (which files a PATH
-means, by the stack's one trace rule in ``lightx2v.trace_files``), ``analyze`` (one file -> RankSummary: a
-thin front over ``collect``, the one streaming pass, and one module per question: ``steps``, ``kernels``,
-``cpu_ops`` over ``optree``, ``attribution``, ``devices``), ``intervals`` (busy-time unions), ``ranks``
-(straggler), ``render`` (text), ``model`` (dataclasses = the --json schema), ``diff`` / ``render_diff`` (two
-runs compared, ``--diff``), ``hook`` (the profiler's per-capture summary).
+Modules, one idea each, in the order data flows:
+
+- input: ``discover`` (which files a PATH means, by the stack's one trace rule in ``lightx2v.trace_files``),
+  ``reader`` (streaming JSON events, plain or gzip), ``errors`` (the one exception for bad input);
+- one file: ``analyze`` (file -> RankSummary, a thin front) over ``collect`` (the one streaming pass), then one
+  module per question: ``launch`` and ``enclosing`` (the launch chain: GPU event -> runtime call -> enclosing
+  ops), ``attribution`` (GPU time by launching op), ``steps`` (steps by launch, idle by cause), ``series``
+  (per-step values), ``kernels``, ``cpu_ops`` over ``optree``, ``memory`` (``[memory]`` events) and
+  ``snapshot`` (the CUDA memory snapshot beside a trace), ``devices``, ``intervals`` (busy-time unions);
+- a run: ``summarize`` (PATHs -> runs), ``ranks`` (straggler);
+- two runs: ``diff`` with ``noise`` (change or noise, from the steps' own spread);
+- output: ``model`` (dataclasses = the --json schema), ``render`` / ``render_diff`` (text), ``names`` and
+  ``ratios`` (one rule each for names and shares), ``hook`` (the profiler's per-capture summary).
+
 Reads JSON only: importing this package never imports torch.
 """
 

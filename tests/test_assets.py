@@ -160,3 +160,37 @@ def test_with_no_registry_missing_ok_warns_once_and_status_names_the_command(tmp
     assert notice.stderr.count("\n") == 1 and "offline Timeline is missing" in notice.stderr
     assert "python -m lightx2v.assets install" in notice.stderr and WEBCOMPONENTS.spec in notice.stderr
 
+
+
+@pytest.mark.slow
+def test_an_unanswering_registry_is_retried_twice_within_seconds_not_a_minute(tmp_path):
+    """npm's own waits (10 s, then 60 s) would hold a Docker build silent for 70 s before its warning; ours keep
+    both retries and wait about 1 s, then 5 s. The registry here answers every request 503, so npm retries."""
+    import http.server
+    import threading
+    import time
+
+    arrivals: list[float] = []
+
+    class Unavailable(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            arrivals.append(time.monotonic())
+            self.send_response(503)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Unavailable)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        result = subprocess.run([sys.executable, "-m", "lightx2v.assets", "install", "--dest", str(tmp_path / "a"),
+                                 "--registry", f"http://127.0.0.1:{server.server_port}/"],
+                                capture_output=True, text=True, timeout=120, env=subprocess_env())
+    finally:
+        server.shutdown()
+    assert result.returncode == 1 and "503" in result.stderr, result.stderr
+    gaps = [later - earlier for earlier, later in zip(arrivals, arrivals[1:], strict=False)]
+    assert len(arrivals) == 3, gaps  # the first try and both retries
+    assert gaps[0] < 5 and gaps[1] < 20, gaps  # npm's defaults: 10 s and 60 s

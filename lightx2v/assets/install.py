@@ -69,6 +69,12 @@ def integrity_of(path: Path) -> str:
     return "sha512-" + base64.b64encode(digest).decode()
 
 
+# npm retries a failed download twice, after 10 s and then 60 s: a build with no registry reachable would sit
+# silent for 70 s before its warning. Ours keep the two retries (a flaky proxy still gets them) but wait 1 s, then
+# 5 s. npm's own variables (npm_config_fetch_retries, npm_config_fetch_retry_mintimeout/maxtimeout) win if set.
+NPM_RETRY_WAITS = {"npm_config_fetch_retry_mintimeout": "1000", "npm_config_fetch_retry_maxtimeout": "5000"}
+
+
 def npm_pack(npm: list[str], asset: NpmAsset, into: Path, timeout: float, env: dict[str, str] | None = None,
              registry: str | None = None) -> Path:
     """Download the package tarball by name and version into `into` (from `registry` if given); its path."""
@@ -172,7 +178,7 @@ def install(assets, dest: Path, npm: str | None = None, timeout: float = 300, fo
     if not todo:
         return done
     with npm_command(npm, log) as command, tempfile.TemporaryDirectory(prefix="lightx2v-assets-") as work:
-        env = {**os.environ, **npm_trust_env(Path(work), log=log)}
+        env = {**NPM_RETRY_WAITS, **os.environ, **npm_trust_env(Path(work), log=log)}
         for asset in todo:
             tarball = npm_pack(command, asset, Path(work), timeout, env, registry)
             path = unpack(asset, tarball, dest)

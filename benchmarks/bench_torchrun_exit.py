@@ -94,9 +94,9 @@ def job(variant: str) -> None:
 
 def exit_state() -> str:
     """``pinned=NAMES gloo_threads=NAMES`` (``-`` for none): what still holds, and runs for, a process group."""
-    from lightx2v.utils.distributed import gloo_threads, pinned_group_defaults  # the repo is on the job's path
+    from lightx2v.utils.distributed import gloo_threads_settled, pinned_group_defaults  # the repo is on the job's path
 
-    return f"pinned={','.join(pinned_group_defaults()) or '-'} gloo_threads={','.join(gloo_threads()) or '-'}"
+    return f"pinned={','.join(pinned_group_defaults()) or '-'} gloo_threads={','.join(gloo_threads_settled()) or '-'}"
 
 
 # ------------------------------------------------------------------------------------------------ the runner

@@ -66,7 +66,7 @@ def teardown(barrier_timeout_s: float = EXIT_BARRIER_TIMEOUT_S) -> list[str]:
     # Leave together: a gloo rank that tears down while its peer is still closing aborts
     # ("terminate called without an active exception", seen here on 2-rank CPU runs).
     dist.destroy_process_group()
-    survivors = gloo_threads()
+    survivors = gloo_threads_settled()
     if survivors:
         print(f"warning: gloo threads alive after destroy_process_group(): {', '.join(survivors)}; something "
               "still holds the process group and this rank may abort at exit (see docs/torchrun.md)",
@@ -109,6 +109,24 @@ def gloo_threads() -> list[str]:
         except OSError:  # the thread ended while we looked
             continue
     return [name for name in names if "gloo" in name]
+
+
+GLOO_SETTLE_S = 2.0  # how long a freed group's threads may take to end; a pinned group's never do
+
+
+def gloo_threads_settled(settle_s: float = GLOO_SETTLE_S) -> list[str]:
+    """The gloo threads still alive once they had ``settle_s`` to end. A freed group's transport loop
+    (`gloo_tcp_loop`) is joined by whoever drops the last reference to its device, which can be a moment after
+    ``destroy_process_group()`` returns (seen once in CI on a loaded 2-core machine); reading at once would warn
+    about a group that was in fact freed. Returns as soon as none are left."""
+    import time
+
+    deadline = time.monotonic() + settle_s
+    survivors = gloo_threads()
+    while survivors and time.monotonic() < deadline:
+        time.sleep(0.01)
+        survivors = gloo_threads()
+    return survivors
 
 
 def pinned_group_defaults() -> list[str]:

@@ -44,10 +44,10 @@ sys.stdout.flush()
 if init:
     dist.barrier()  # leave together (gloo aborts when a peer tears down mid-close)
     dist.destroy_process_group()
-    from lightx2v.utils.distributed import gloo_threads, pinned_group_defaults
+    from lightx2v.utils.distributed import gloo_threads_settled, pinned_group_defaults
 
     functional = sys.modules.get("torch.distributed.nn.functional")
-    pinned, gloo = pinned_group_defaults(), gloo_threads()
+    pinned, gloo = pinned_group_defaults(), gloo_threads_settled()
     sys.stdout.write(f"EXIT rank={capture.rank} functional_imported={functional is not None} "
                      f"pinned={','.join(pinned) or '-'} gloo_threads={','.join(gloo) or '-'}\n")
     sys.stdout.flush()

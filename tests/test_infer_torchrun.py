@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 import torch
@@ -81,10 +82,9 @@ def test_a_rank_whose_peer_raised_does_not_hang_at_teardown(tmp_path):
     assert "warning: rank 1 is failing (ValueError); leaving without the exit barrier" in output
 
 
-def _named_thread(name: str, stop: "threading.Event"):
+def _named_thread(name: str, stop: threading.Event):
     """A thread whose kernel name (what /proc/self/task/*/comm shows, as for gloo's C++ threads) is ``name``."""
     import ctypes
-    import threading
 
     def body():
         ctypes.CDLL(None).prctl(15, name.encode(), 0, 0, 0)  # PR_SET_NAME
@@ -98,7 +98,6 @@ def _named_thread(name: str, stop: "threading.Event"):
 def test_a_gloo_thread_ending_a_moment_after_destroy_is_not_reported_but_one_that_stays_is():
     """A freed group's transport loop can end a moment after destroy_process_group() returns (seen in CI): the
     check waits for it instead of warning; a thread that never ends (a pinned group) is still reported."""
-    import threading
 
     from lightx2v.utils.distributed import gloo_threads, gloo_threads_settled
 

@@ -67,7 +67,7 @@ def changed_modules() -> list[str]:
     return [p for p in out.split() if p.startswith("lightx2v/") and p.endswith(".py") and (REPO / p).is_file()]
 
 
-def mutmut_config(module: str, tests: list[str]) -> str:
+def mutmut_config(module: str, tests: list[str], also_copy: list[str]) -> str:
     """The ``[tool.mutmut]`` table for one module (mutmut reads its options only from the project's config)."""
     def toml_list(items: list[str]) -> str:
         return "[" + ", ".join(json.dumps(i) for i in items) + "]"
@@ -75,6 +75,7 @@ def mutmut_config(module: str, tests: list[str]) -> str:
     return ("\n[tool.mutmut]\n"
             'source_paths = ["lightx2v"]\n'
             f"only_mutate = {toml_list([module])}\n"
+            f"also_copy = {toml_list(also_copy)}\n"
             f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
             f"pytest_add_cli_args = {toml_list(PYTEST_ARGS)}\n"
             "use_git_change_detection = false\n")
@@ -83,11 +84,16 @@ def mutmut_config(module: str, tests: list[str]) -> str:
 def run_module(module: str, scratch: Path, *, survivors: bool) -> dict[str, object]:
     """mutmut on one module in a fresh copy of the checkout; its counts and surviving mutants' names."""
     work = scratch / module.replace("/", "_")
-    work.mkdir()
-    for part in ("lightx2v", "tests"):
-        shutil.copytree(REPO / part, work / part, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    (work / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text() + mutmut_config(module,
-                                                                                           FAST_TESTS[module]))
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True,
+                           check=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        if (REPO / name).is_file():
+            (work / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, work / name)
+    # mutmut runs the tests in its own copy (mutants/): what they read besides the code (docs, scripts) goes too
+    others = sorted({name.split("/")[0] for name in filter(None, files)} - {"lightx2v", "tests", "pyproject.toml"})
+    (work / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text()
+                                         + mutmut_config(module, FAST_TESTS[module], others))
     env = dict(os.environ, PYTHONPATH=str(work), CI="")
     env.pop("PYTEST_ADDOPTS", None)
     cmd = ["nice", "-n", "10", sys.executable, "-m", "mutmut", "run", "--max-children", "1"]

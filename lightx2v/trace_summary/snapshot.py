@@ -156,14 +156,22 @@ def _replay(trace: list[dict[str, Any]], live_end: Live) -> tuple[int, float | N
 
 
 def _live_at(trace: list[dict[str, Any]], live_end: Live, free: str, index: int) -> Live:
-    """The blocks live just after action ``index`` (-1: before the first), undoing the later ones from the end."""
+    """The blocks live just after action ``index`` (-1: before the first), undoing the later ones from the end.
+
+    A block a later free gives back keeps the stack of its allocation: a free's own frames are where it was freed,
+    and the drop-in records none (``context="alloc"``)."""
+    allocated: dict[int, list[Any]] = {}  # address -> frames of its latest alloc up to ``index``
+    for e in trace[:index + 1]:
+        if e.get("action") == "alloc":
+            allocated[int(e["addr"])] = e.get("frames") or []
     live = dict(live_end)
     for e in reversed(trace[index + 1:]):
         action = e.get("action")
         if action == "alloc":
             live.pop(int(e["addr"]), None)
         elif action == free:
-            live[int(e["addr"])] = (int(e["size"]), e.get("frames") or [])
+            addr = int(e["addr"])
+            live[addr] = (int(e["size"]), allocated.get(addr) or e.get("frames") or [])
     return live
 
 

@@ -244,7 +244,9 @@ def test_processes_are_found_under_a_folder_newest_first_and_not_inside_runs_or_
     logdir_with(tmp_path, ".hidden", status(3))
     logdir_with(tmp_path, "venv/site-packages/x", status(4))
     logdir_with(tmp_path, "b", status(5))
-    os.utime(tmp_path / "b/.capture/h_5.status.json", (NOW + 10, NOW + 10))
+    now = time.time()
+    os.utime(tmp_path / "svc/save_results/torch_profile/.capture/h_1.status.json", (now - 10, now - 10))
+    os.utime(tmp_path / "b/.capture/h_5.status.json", (now, now))
     found, search = control.search_processes(str(tmp_path), prune=False)
     assert [p.pid for p in found] == [5, 1] and search.truncated is False
     assert control.find_control_dirs(str(tmp_path), depth=1).control_dirs == [str(tmp_path / "b" / ".capture")]

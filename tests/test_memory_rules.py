@@ -249,3 +249,84 @@ def test_a_trace_finds_its_snapshot_by_worker_name_else_by_rank(tmp_path):
     assert snapshot.snapshot_files(str(trace), None) == [str(tmp_path / "rank0_box.memory_snapshot.pickle")]
     (tmp_path / "rank1_box.memory_snapshot.pickle").write_bytes(b"")  # the trace's worker name: rank1_box
     assert snapshot.snapshot_files(str(trace), 1) == [str(tmp_path / "rank1_box.memory_snapshot.pickle")]
+
+
+def history(tmp_path: Path, trace: list[dict], blocks: list[dict] | None = None, device: int = 0):
+    doc = {"segments": [{"device": device, "total_size": 4096, "blocks": blocks or []}], "device_traces": [trace]}
+    (s,) = snapshot.read_snapshot(write_snapshot(tmp_path, doc))
+    return s
+
+
+def test_the_first_of_two_equal_peaks_is_the_peak(tmp_path):
+    s = history(tmp_path, [{"action": "alloc", "addr": 1, "size": 100, "frames": [USER], "time_us": 1},
+                           {"action": "free_completed", "addr": 1, "size": 100, "time_us": 2},
+                           {"action": "alloc", "addr": 2, "size": 100, "frames": [LIBRARY], "time_us": 3}],
+                [block(2, 100, [LIBRARY])])
+    assert (s.peak_bytes, s.peak_at_us, [x.location for x in s.sites], s.other_bytes) == (
+        100, 1.0, ["proj/model.py:12"], 0)
+
+
+def test_a_block_allocated_before_the_history_and_freed_in_it_counts_toward_the_peak(tmp_path):
+    s = history(tmp_path, [{"action": "alloc", "addr": 2, "size": 30, "frames": [USER], "time_us": 5},
+                           {"action": "free_completed", "addr": 1, "size": 70, "frames": [], "time_us": 6}],
+                [block(2, 30, [USER])])
+    assert (s.peak_bytes, s.peak_at_us, [x.bytes for x in s.sites], s.other_bytes) == (100, 5.0, [30], 70)
+
+
+def test_a_history_that_only_frees_peaks_before_it_with_the_frees_frames(tmp_path):
+    # context="all" records a free's stack: the only one known for a block allocated before the history
+    s = history(tmp_path, [{"action": "free_completed", "addr": 1, "size": 70, "frames": [USER], "time_us": 1},
+                           {"action": "free_completed", "addr": 2, "size": 30, "frames": [USER], "time_us": 2}])
+    assert (s.peak_bytes, s.peak_at_us, [(x.bytes, x.blocks) for x in s.sites], s.other_bytes) == (
+        100, None, [(100, 2)], 0)
+
+
+def test_a_peak_without_a_time_has_none(tmp_path):
+    s = history(tmp_path, [{"action": "alloc", "addr": 1, "size": 10, "frames": [USER]}])
+    assert (s.peak_bytes, s.peak_at_us) == (10, None)
+
+
+def test_a_damaged_history_is_read_without_an_error(tmp_path):
+    # an alloc whose block the segments no longer hold (and no free recorded); a block freed twice
+    s = history(tmp_path, [{"action": "alloc", "addr": 1, "size": 50, "frames": [USER], "time_us": 1},
+                           {"action": "alloc", "addr": 2, "size": 20, "frames": [USER], "time_us": 2},
+                           {"action": "free_completed", "addr": 2, "size": 20, "time_us": 3},
+                           {"action": "free_completed", "addr": 2, "size": 20, "time_us": 4},
+                           {"action": "alloc", "addr": 3, "size": 5, "frames": [USER], "time_us": 5}])
+    # block 1 counts toward the peak, but no block list holds it to name a site: only block 2's is named
+    assert (s.peak_bytes, s.peak_at_us, [x.bytes for x in s.sites]) == (70, 2.0, [20])
+
+
+def test_a_device_with_a_history_and_no_segments_and_defaults_of_missing_fields(tmp_path):
+    doc = {"segments": [{"total_size": 100}],  # no device (0), no blocks
+           "device_traces": [[], [{"action": "alloc", "addr": 1, "size": 8, "frames": [USER], "time_us": 3}]]}
+    path = write_snapshot(tmp_path, doc)
+    s0, s1 = snapshot.read_snapshot(path)
+    assert (s0.file, s0.device, s0.source, s0.peak_bytes, s0.reserved_bytes) == (path, 0, "segments", 0, 100)
+    assert (s1.device, s1.source, s1.peak_bytes, s1.reserved_bytes, s1.peak_at_us) == (1, "device_traces", 8, 0, 3.0)
+
+
+def test_an_unreadable_or_odd_snapshot_is_one_line_naming_the_file(tmp_path):
+    missing = str(tmp_path / "rank0_x.memory_snapshot.pickle")
+    with pytest.raises(snapshot.SnapshotError) as raised:
+        snapshot.load_snapshot(missing)
+    assert str(raised.value) == f"{missing}: cannot read (No such file or directory)"
+    path = write_snapshot(tmp_path, [])
+    with pytest.raises(snapshot.SnapshotError) as raised:
+        snapshot.load_snapshot(path)
+    assert str(raised.value) == (f"{path}: not a memory snapshot: expected a dict with a 'segments' list "
+                                 "(torch.cuda.memory._snapshot())")
+    path = write_snapshot(tmp_path, {"segments": [{"device": 0, "blocks": []}]})  # no total_size
+    with pytest.raises(snapshot.SnapshotError) as raised:
+        snapshot.read_snapshot(path)
+    assert str(raised.value) == f"{path}: not a memory snapshot: unexpected structure (KeyError: 'total_size')"
+    (tmp_path / "cut.pickle").write_bytes(b"\x80")
+    with pytest.raises(snapshot.SnapshotError) as raised:
+        snapshot.load_snapshot(str(tmp_path / "cut.pickle"))
+    assert str(raised.value) == (f"{tmp_path / 'cut.pickle'}: not a memory snapshot pickle (truncated or corrupt: "
+                                 "pickle data was truncated)")
+    (tmp_path / "code.pickle").write_bytes(pickle.dumps(Path("/")))
+    with pytest.raises(snapshot.SnapshotError) as raised:
+        snapshot.load_snapshot(str(tmp_path / "code.pickle"))
+    assert str(raised.value).endswith(": not a plain memory snapshot: it names pathlib.PosixPath; only plain data "
+                                      "(dicts, lists, strings, numbers) is loaded, since a pickle can run code")

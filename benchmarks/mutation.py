@@ -38,7 +38,7 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/hostcheck.py": ["tests/test_host_check_rules.py"],
     "lightx2v/settings.py": ["tests/test_settings_rules.py", "tests/test_settings.py", "-k",
                              "not exit_2 and not drop_in_reads"],
-    "lightx2v/trace_summary/noise.py": ["tests/test_trace_summary_noise.py", "-k",
+    "lightx2v/trace_summary/noise.py": ["tests/test_noise_rules.py", "tests/test_trace_summary_noise.py", "-k",
                                         "not doubled_matmul and not smaller_than_the_noise"],
     "lightx2v/trace_summary/diff.py": _DIFF,
     "lightx2v/trace_summary/render_diff.py": _DIFF,

@@ -134,6 +134,7 @@ FROZEN = {"filename": "<frozen runpy>", "line": 88, "name": "_run_code"}
     ([{"filename": "/home/me/torchvision_app/run.py", "line": 3, "name": "main"}],
      {"filename": "/home/me/torchvision_app/run.py", "line": 3, "name": "main"}),
     ([{"filename": "C:\\work\\torch\\x.py"}, {"filename": "C:\\Python311\\lib\\python3.11\\os.py"}, USER], USER),
+    ([{"filename": "<console>.py", "line": 1}, USER], USER),  # generated code, whatever its name ends with
 ])
 def test_the_users_frame_is_the_innermost_outside_torch_libraries_and_the_standard_library(frames, expected):
     assert snapshot.user_frame(frames) == expected
@@ -209,12 +210,20 @@ def test_sites_past_the_tenth_are_counted_in_other(tmp_path):
     # twelve user sites of 1200, 1100, ..., 100 bytes and 7 bytes without a user frame
     blocks = [block(i, 100 * (12 - i), [{"filename": f"/p/app/m{i}.py", "line": i, "name": f"f{i}"}])
               for i in range(12)]
-    doc = {"segments": [{"device": 0, "total_size": 10000, "blocks": [*blocks, block(99, 7, [TORCH_WHEEL])]}]}
+    doc = {"segments": [{"device": 0, "total_size": 10000, "blocks": [*blocks, block(99, 7, [TORCH_WHEEL]),
+                                                                      block(98, 3, [])]}]}
     (s,) = snapshot.read_snapshot(write_snapshot(tmp_path, doc))
     assert [x.bytes for x in s.sites] == [1200, 1100, 1000, 900, 800, 700, 600, 500, 400, 300]
     assert s.sites[0].location == "app/m0.py:0" and s.sites[0].filename == "/p/app/m0.py"
-    assert s.other_bytes == 200 + 100 + 7
-    assert s.peak_bytes == sum(x.bytes for x in s.sites) + s.other_bytes == 7807
+    assert s.other_bytes == 200 + 100 + 7 + 3
+    assert s.peak_bytes == 7810
+
+
+def test_a_frame_without_a_line_or_a_name_is_line_0_of_function_unknown(tmp_path):
+    blocks = [block(1, 10, [{"filename": "/a/b/run.py"}])]
+    (s,) = snapshot.read_snapshot(write_snapshot(tmp_path, {"segments": [{"device": 0, "total_size": 64,
+                                                                           "blocks": blocks}]}))
+    assert [(x.location, x.function, x.line, x.bytes) for x in s.sites] == [("b/run.py:0", "?", 0, 10)]
 
 
 def test_sites_of_equal_bytes_are_ordered_by_location(tmp_path):
@@ -292,9 +301,10 @@ def test_a_damaged_history_is_read_without_an_error(tmp_path):
                            {"action": "alloc", "addr": 2, "size": 20, "frames": [USER], "time_us": 2},
                            {"action": "free_completed", "addr": 2, "size": 20, "time_us": 3},
                            {"action": "free_completed", "addr": 2, "size": 20, "time_us": 4},
-                           {"action": "alloc", "addr": 3, "size": 5, "frames": [USER], "time_us": 5}])
-    # block 1 counts toward the peak, but no block list holds it to name a site: only block 2's is named
-    assert (s.peak_bytes, s.peak_at_us, [x.bytes for x in s.sites]) == (70, 2.0, [20])
+                           {"action": "alloc", "addr": 3, "size": 25, "frames": [USER], "time_us": 5}])
+    # the second free gives nothing back again: the peak is 50 + 25 at the end; no block list holds blocks 1 or 3
+    # (the segments are empty), so no site is named
+    assert (s.peak_bytes, s.peak_at_us, [x.bytes for x in s.sites]) == (75, 5.0, [])
 
 
 def test_a_device_with_a_history_and_no_segments_and_defaults_of_missing_fields(tmp_path):

@@ -81,6 +81,15 @@ EQUIVALENT: dict[str, str] = {
                                                               "neither ends with .py",
     "lightx2v.trace_summary.snapshot.x_load_snapshot__mutmut_24": _NAMELESS,
     "lightx2v.trace_summary.snapshot.x_load_snapshot__mutmut_25": _NAMELESS,
+    "lightx2v.trace_summary.snapshot.x_user_frame__mutmut_8": "as x_user_frame__mutmut_6",
+    "lightx2v.trace_summary.snapshot.x_user_frame__mutmut_11": "a frame without a file name reads 'XXXX': it does "
+                                                               "not end with .py either",
+    # render_diff.py
+    "lightx2v.trace_summary.render_diff.x_render_diff__mutmut_32": "a side has at least as many ranks as there are "
+                                                                   "pairs: two pairs make 'b.ranks > 1' true anyway",
+    "lightx2v.trace_summary.render_diff.x_render_diff__mutmut_85": _STRICT,
+    "lightx2v.trace_summary.render_diff.x_render_diff__mutmut_88": _STRICT,
+    "lightx2v.trace_summary.render_diff.x_render_diff__mutmut_89": _STRICT,
     "lightx2v.trace_summary.snapshot.x__live_at__mutmut_3": "the action after ``index`` is undone last: an alloc "
                                                             "there is popped, whatever frames it recorded",
 }

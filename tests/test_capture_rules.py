@@ -362,3 +362,37 @@ def test_ranks_at_different_call_sites_abandon_the_arm_naming_the_sites():
                                        ("call  7", (7, None)), ("nonsense", (None, "nonsense"))])
 def test_a_plan_that_is_no_call_reads_as_the_reason_nobody_captures(plan, read):
     assert dropin._read_plan(plan) == read
+
+
+def test_arming_a_job_places_one_request_with_its_lowest_rank_and_keeps_each_ranks_captures(tmp_path):
+    folder = logdir_with(tmp_path, "tb", status(100, 0, 2, captures=3, job={"id": "j"}),
+                         status(101, 1, 2, captures=5, job={"id": "j"}))
+    ranks = [control.read_process(str(folder / f"h_{pid}.status.json")) for pid in (100, 101)]
+
+    def answer_when_asked():
+        deadline = time.monotonic() + 10
+        while not os.path.exists(ranks[0].request_path) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        request = json.loads(Path(ranks[0].request_path).read_text())
+        Path(ranks[0].status_path).write_text(json.dumps(status(100, 0, 2, captures=3, job={"id": "j"}, last_request={
+            "id": request["id"], "outcome": "armed", "job_arm": 7})))
+
+    t = threading.Thread(target=answer_when_asked)
+    t.start()
+    got = jobs.arm_job(jobs.Job("j", ranks), by="the button")
+    t.join()
+    assert (got["outcome"], got["job_arm"], got["captures_before"]) == (ArmOutcome.ARMED, 7, {0: 3, 1: 5})
+    assert json.loads(Path(ranks[0].request_path).read_text())["by"] == "the button"
+    assert not os.path.exists(ranks[1].request_path)
+
+
+def test_a_rank_listed_twice_keeps_its_newest_status_first():
+    old, new = process(status(100, 0, 2, job={"id": "j"}), beat_at=NOW - 50), \
+        process(status(200, 0, 2, job={"id": "j"}), beat_at=NOW)
+    (job,) = jobs.group([old, new])
+    assert [p.pid for p in job.ranks] == [200, 100]
+    # a process of one rank is never a job, whatever its status says
+    single = process(status(7, 0, 1, job={"id": "j"}))
+    assert jobs.group([single]) == [single]
+    assert jobs.job_of([single], ident="h_7") is None
+    assert jobs.job_of(jobs.group([old, new]), ident="h_999") is None

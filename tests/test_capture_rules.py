@@ -396,3 +396,129 @@ def test_a_rank_listed_twice_keeps_its_newest_status_first():
     assert jobs.group([single]) == [single]
     assert jobs.job_of([single], ident="h_7") is None
     assert jobs.job_of(jobs.group([old, new]), ident="h_999") is None
+
+
+# ------------------------------------------------------------------------------------------ more of one process
+def clock(epoch: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
+
+
+def test_a_processs_line_cuts_its_command_at_80_characters_and_says_when_it_last_captured():
+    at = 1_764_000_000.0
+    long = process(status(5, argv=["x" * 50, "y" * 50], last_capture={"finished_at": at, "run_dir": "/tb/r"}))
+    assert long.describe() == f"h_5: pid 5 on h; [running]; {'x' * 50} {'y' * 29}; not armed; last capture " \
+                              f"{clock(at)} -> /tb/r"
+    gone = process(status(5, exited_at=at))
+    assert gone.not_running_reason() == f"process 5 on h exited at {clock(at)}; nothing armed"
+
+
+def test_wait_for_capture_returns_the_capture_made_after_the_arm(tmp_path):
+    folder = logdir_with(tmp_path, "tb", status(1, captures=1))
+    path = folder / "h_1.status.json"
+    p = control.read_process(str(path))
+    later = threading.Timer(0.3, lambda: path.write_text(json.dumps(status(1, captures=2, last_capture={
+        "run_dir": "/tb/new"}))))
+    later.start()
+    try:
+        assert control.wait_for_capture(p, 1, timeout=20) == {"run_dir": "/tb/new"}
+    finally:
+        later.cancel()
+
+
+def test_wait_for_capture_says_why_when_the_process_exits_or_nothing_runs(tmp_path):
+    folder = logdir_with(tmp_path, "tb", status(1, captures=1), status(2, captures=1, exited_at=NOW))
+    quiet, ended = (control.read_process(str(folder / f"h_{pid}.status.json")) for pid in (1, 2))
+    with pytest.raises(NotArmed) as raised:
+        control.wait_for_capture(ended, 1, timeout=20)
+    assert str(raised.value) == f"process 2 on h exited at {clock(NOW)}; it did not capture"
+    with pytest.raises(NotArmed) as raised:
+        control.wait_for_capture(quiet, 1, timeout=0.3)
+    assert str(raised.value) == ("h_1 is armed but has not captured within 0 s: its call site has not run since (it "
+                                 "captures at the next run())")
+    os.unlink(folder / "h_1.status.json")  # a status being rewritten, or gone: the wait goes on to its end
+    with pytest.raises(NotArmed, match="has not captured within 0 s"):
+        control.wait_for_capture(quiet, 1, timeout=0.3)
+
+
+def test_arm_says_so_when_the_process_exits_before_it_answers(tmp_path):
+    folder = logdir_with(tmp_path, "tb", status(1))
+    path = folder / "h_1.status.json"
+    p = control.read_process(str(path))
+    later = threading.Timer(0.2, lambda: path.write_text(json.dumps(status(1, exited_at=NOW))))
+    later.start()
+    try:
+        with pytest.raises(NotArmed) as raised:
+            control.arm(p, ack_seconds=20)
+    finally:
+        later.cancel()
+    assert str(raised.value) == f"process 1 on h exited at {clock(NOW)}; nothing armed"
+
+
+def test_arm_writes_when_and_by_whom_and_says_when_it_cannot_write(tmp_path):
+    p = process(status(1), path=str(tmp_path / "no" / "such" / "h_1.status.json"))
+    with pytest.raises(NotArmed) as raised:
+        control.arm(p, ack_seconds=0.1)
+    assert str(raised.value) == f"cannot write {tmp_path / 'no' / 'such' / 'h_1.request'}: No such file or directory"
+    folder = logdir_with(tmp_path, "tb", status(1))
+    silent = control.read_process(str(folder / "h_1.status.json"))
+    before = time.time()
+    with pytest.raises(NotArmed) as raised:
+        control.arm(silent, ack_seconds=0.2)
+    assert str(raised.value) == ("h_1 did not answer within 0 s (busy in a long call without releasing the GIL, or "
+                                 "hung); the request stays and arms it when it next looks")
+    request = json.loads(Path(silent.request_path).read_text())
+    assert before <= request["at"] <= time.time()
+    assert request["by"] == f"python -m lightx2v.capture (pid {os.getpid()} on {socket.gethostname()})"
+
+
+def test_the_search_stops_at_its_depth_and_folder_limit_and_does_not_follow_links(tmp_path):
+    logdir_with(tmp_path, "a/b", status(1))  # root, a, a/b: three folders, the logdir two below the root
+    (tmp_path / "link").symlink_to(tmp_path / "a", target_is_directory=True)
+    assert control.find_control_dirs(str(tmp_path), depth=1).control_dirs == []
+    found = control.find_control_dirs(str(tmp_path), depth=2)
+    assert (found.control_dirs, found.truncated) == ([str(tmp_path / "a" / "b" / ".capture")], False)
+    assert control.find_control_dirs(str(tmp_path), limit=3) == control.Search([str(tmp_path / "a/b/.capture")],
+                                                                               False)
+    assert control.find_control_dirs(str(tmp_path), limit=2) == control.Search([], True)
+    logdir_with(tmp_path, "c", status(2))  # root, a, c, a/b: c's logdir is found before the limit stops
+    assert control.find_control_dirs(str(tmp_path), limit=3) == control.Search([str(tmp_path / "c/.capture")], True)
+    assert control.find_control_dirs(str(tmp_path / "missing")) == control.Search([], False)
+
+
+def test_finding_processes_prunes_long_exited_ones_by_default(tmp_path):
+    folder = logdir_with(tmp_path, "tb", status(1, exited_at=NOW - 2 * 24 * 3600), status(2))
+    assert sorted(p.pid for p in control.find_processes(str(tmp_path), prune=False)) == [1, 2]
+    assert [p.pid for p in control.find_processes(str(tmp_path))] == [2]
+    assert os.listdir(folder) == ["h_2.status.json"]
+    logdir_with(tmp_path, "tb2", status(3, exited_at=NOW - 2 * 24 * 3600))
+    assert [p.pid for p in control.search_processes(str(tmp_path))[0]] == [2]
+
+
+def test_pruning_keeps_what_is_exactly_at_the_age_limit_and_a_status_rewritten_since(tmp_path):
+    folder = logdir_with(tmp_path, "tb", status(1, exited_at=NOW - 100), status(2, exited_at=NOW - 101),
+                         status(3, exited_at=NOW - 500))
+    processes = control.search_processes(str(tmp_path), prune=False)[0]
+    os.utime(folder / "h_3.status.json", (NOW + 5, NOW + 5))  # rewritten after it was read: a new process
+    kept = control.prune_exited(processes, now=NOW, max_age=100)
+    assert sorted(p.pid for p in kept) == [1, 3]
+    assert sorted(os.listdir(folder)) == ["h_1.status.json", "h_3.status.json"]
+    os.unlink(folder / "h_1.status.json")  # removed by someone else meanwhile: gone either way
+    assert [p.pid for p in control.prune_exited([p for p in kept if p.pid == 1], now=NOW + 1000, max_age=100)] == []
+
+
+def test_pruning_uses_the_time_now_by_default(tmp_path):
+    logdir_with(tmp_path, "tb", status(1, exited_at=time.time() - 2 * 24 * 3600), status(2, exited_at=time.time()))
+    processes = control.search_processes(str(tmp_path), prune=False)[0]
+    assert [p.pid for p in control.prune_exited(processes)] == [2]
+
+
+def test_a_gone_process_is_kept_until_it_has_been_silent_longer_than_the_age_limit(tmp_path):
+    here = socket.gethostname()
+    dead = 2 ** 22 + 54321
+    folder = logdir_with(tmp_path, "tb", status(dead, host=here), status(dead + 1, host=here), status(0, host=here))
+    for pid, age in ((dead, 3600), (dead + 1, 7200), (0, 7200)):
+        path = folder / f"{here}_{pid}.status.json"
+        os.utime(path, (NOW - age, NOW - age))
+    processes = control.search_processes(str(tmp_path), prune=False)[0]
+    kept = control.prune_exited(processes, now=NOW, max_age=3600)
+    assert sorted(p.pid for p in kept) == [0, dead]  # exactly the limit: kept; pid 0 is never "surely dead"

@@ -522,3 +522,38 @@ def test_a_gone_process_is_kept_until_it_has_been_silent_longer_than_the_age_lim
     processes = control.search_processes(str(tmp_path), prune=False)[0]
     kept = control.prune_exited(processes, now=NOW, max_age=3600)
     assert sorted(p.pid for p in kept) == [0, dead]  # exactly the limit: kept; pid 0 is never "surely dead"
+
+
+def test_a_jobs_line_joins_hosts_and_errors_and_cuts_the_command_at_80_characters():
+    at, later = 1_764_000_000.0, 1_764_000_100.0
+    r0 = process(status(100, 0, 2, host="a", argv=["z" * 90], job={"id": "j"},
+                        last_capture={"run_dir": "/tb/r", "finished_at": at, "error": "x"}))
+    r1 = process(status(101, 1, 2, host="b", job={"id": "j"},
+                        last_capture={"run_dir": "/tb/s", "finished_at": later, "error": "y"}))
+    assert jobs.Job("j", [r0, r1]).describe() == (
+        f"job j: 2 ranks on a, b (0: pid 100, 1: pid 101); [running]; {'z' * 80}; not armed; last capture "
+        f"{clock(later)} -> /tb/r | /tb/s (errors: rank 0: x; rank 1: y)")
+    bare = jobs.Job("j", [process(status(100, 0, 2, argv=None, job={"id": "j"},
+                                         last_capture={"run_dir": "/tb/r"}), ),
+                          process(status(101, 1, 2, job={"id": "j"}, exited_at=at))])
+    assert bare.describe() == (f"job j: 2 ranks on h (0: pid 100, 1: pid 101); [partly running]; ?; last capture "
+                               f"{clock(0)} -> /tb/r")
+    ended = jobs.Job("j", [rank(0, arm(1, "abandoned", reason="a")), rank(1, arm(1, "missed", reason="b"))])
+    assert jobs.arm_state(ended) == "arm 1 ended: rank 0: abandoned: a; rank 1: missed: b"
+    assert ended.not_running_reason() is None
+    both = jobs.Job("j", [rank(0, None, exited_at=at), rank(1, None, exited_at=at)])
+    assert both.not_running_reason() == (f"job j: rank 0: process 100 on h exited at {clock(at)}; nothing armed; "
+                                         f"rank 1: process 101 on h exited at {clock(at)}; nothing armed")
+
+
+def test_a_ranks_place_in_the_wait_without_an_arm_and_an_arm_without_a_state():
+    assert jobs._rank_arm(process(status(1, 0, 2, job={"id": "j"}))) == "not armed"
+    assert jobs.arm_said({}) == ""
+
+
+def test_the_job_wait_counts_a_rank_without_a_recorded_before_from_zero(tmp_path):
+    paths = [write_rank(tmp_path, 0, arm(1, "captured"), 1), write_rank(tmp_path, 1, arm(1, "captured", target=44),
+                                                                          1)]
+    job = jobs.Job("j", [control.read_process(p) for p in paths])
+    done = jobs.wait_for_job_capture(job, {"job_arm": 1, "captures_before": {}}, timeout=5)
+    assert sorted(done["ranks"]) == [0, 1] and done["call"] == 44

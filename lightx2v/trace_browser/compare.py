@@ -137,8 +137,10 @@ def _change(d: Delta) -> float | None:
     return (d.new or 0.0) - (d.base or 0.0)
 
 
-def _delta_class(delta: float | None) -> str:
-    return "" if not delta else (" class=slower" if delta > 0 else " class=faster")
+def _num_class(delta: float | None) -> str:
+    """A figure cell's class attribute: ``num``, with ``slower`` or ``faster`` by the sign of its change (one
+    attribute: a browser reads only the first of two)."""
+    return " class=num" if not delta else (' class="num slower"' if delta > 0 else ' class="num faster"')
 
 
 def delta_bar(delta: float | None, scale: float, label: str, width: int = 120) -> str:
@@ -207,8 +209,8 @@ def _ranks_section(diff: RunDiff) -> str:
             f"<tr><td>{_e(_rank_cell(r))}</td><td>{_e(r.base_worker)}</td>"
             f"<td>{_e(r.new_worker)}</td><td class=num>{_ms(d.base)}</td><td class=num>{_ms(d.new)}</td>"
             f"<td class=pair>{_pair_bars(d, longest)}</td>"
-            f"<td class=num{_delta_class(d.delta)}>{_signed_ms(d.delta)}</td>"
-            f"<td class=num{_delta_class(d.delta)}>{_signed_pct(d.delta_pct)}</td></tr>")
+            f"<td{_num_class(d.delta)}>{_signed_ms(d.delta)}</td>"
+            f"<td{_num_class(d.delta)}>{_signed_pct(d.delta_pct)}</td></tr>")
     stragglers = "".join(f"<p class=straggler-line>{side} straggler: <strong>{_e(s.straggler)}</strong></p>"
                          for side, s in (("BASE", diff.base), ("NEW", diff.new)) if s.straggler)
     return (f"<section id=ranks><h2>Ranks, paired {_e(diff.pairing)} (mean step wall)</h2>"
@@ -264,9 +266,9 @@ def _figures(rd: RankDiff) -> str:
             ("kernel calls", rd.kernel_calls_per_step, _count, _signed_count),
             ("kernel time ms", rd.kernel_time_per_step_us, _ms, _signed_ms),
             ("CPU self ms", rd.cpu_self_per_step_us, _ms, _signed_ms)):
-        cls = _delta_class(d.delta) if name != "steps" else ""
+        cls = _num_class(d.delta) if name != "steps" else " class=num"
         rows.append(f"<tr><th>{_e(name)}</th><td class=num>{fmt(d.base)}</td><td class=num>{fmt(d.new)}</td>"
-                    f"<td class=num{cls}>{signed(d.delta)}</td><td class=num{cls}>{_signed_pct(d.delta_pct)}</td></tr>")
+                    f"<td{cls}>{signed(d.delta)}</td><td{cls}>{_signed_pct(d.delta_pct)}</td></tr>")
     return _table(["per step (mean)", "BASE", "NEW", "Δ", "Δ %"], rows, "figures", "")
 
 
@@ -306,8 +308,8 @@ def _change_cells(calls: Delta, time: Delta, scale: float) -> str:
     return (f"<td class=num>{_count(calls.base)}</td><td class=num>{_count(calls.new)}</td>"
             f"<td class=num>{_ms(time.base)}</td><td class=num>{_ms(time.new)}</td>"
             f"<td>{delta_bar(change, scale, f'{_signed_ms(change)} ms')}</td>"
-            f"<td class=num{_delta_class(change)}>{_signed_ms(change)}</td>"
-            f"<td class=num{_delta_class(change)}>{_signed_pct(time.delta_pct)}</td>")
+            f"<td{_num_class(change)}>{_signed_ms(change)}</td>"
+            f"<td{_num_class(change)}>{_signed_pct(time.delta_pct)}</td>")
 
 
 def _ops(rd: RankDiff) -> str:
@@ -364,7 +366,7 @@ def _memory(rd: RankDiff) -> str:
         change = _change(t)
         rows.append(f"<tr><td>{_e(m.kind)}</td><td class=num>{_count(c.base)}</td><td class=num>{_count(c.new)}</td>"
                     f"<td class=num>{_ms(t.base)}</td><td class=num>{_ms(t.new)}</td>"
-                    f"<td class=num{_delta_class(change)}>{_signed_ms(change)}</td></tr>")
+                    f"<td{_num_class(change)}>{_signed_ms(change)}</td></tr>")
     return _table(["kind", "calls BASE", "NEW", "ms BASE", "NEW", "Δ ms"], rows, "memory", "None on either side.")
 
 

@@ -137,33 +137,39 @@ def _replay(trace: list[dict[str, Any]], live_end: Live) -> tuple[int, float | N
     a history without any ``free_completed`` uses ``free_requested``.
     """
     free = _FREE if any(e.get("action") == _FREE for e in trace) else "free_requested"
-    live = _live_at(trace, live_end, free, -1)
-    total = sum(size for size, _ in live.values())
+    sizes = {addr: size for addr, (size, _) in _live_at(trace, live_end, free, -1).items()}  # live, by address
+    total = sum(sizes.values())
     peak, peak_at, peak_index = total, None, -1
     for i, e in enumerate(trace):
         action = e.get("action")
         if action == "alloc":
-            live[int(e["addr"])] = (int(e["size"]), e.get("frames") or [])
+            sizes[int(e["addr"])] = int(e["size"])
             total += int(e["size"])
             if total > peak:
                 peak, peak_at, peak_index = total, e.get("time_us"), i
         elif action == free:
-            block = live.pop(int(e["addr"]), None)
-            if block is not None:
-                total -= block[0]
-    live = _live_at(trace, live_end, free, peak_index)  # the blocks live at the peak
+            total -= sizes.pop(int(e["addr"]), 0)  # 0: a second free of one block (a damaged history)
+    live = _live_at(trace, live_end, free, peak_index)  # the blocks live at the peak, with their frames
     return peak, float(peak_at) if isinstance(peak_at, (int, float)) else None, live
 
 
 def _live_at(trace: list[dict[str, Any]], live_end: Live, free: str, index: int) -> Live:
-    """The blocks live just after action ``index`` (-1: before the first), undoing the later ones from the end."""
+    """The blocks live just after action ``index`` (-1: before the first), undoing the later ones from the end.
+
+    A block a later free gives back keeps the stack of its allocation: a free's own frames are where it was freed,
+    and the drop-in records none (``context="alloc"``)."""
+    allocated: dict[int, list[Any]] = {}  # address -> frames of its latest alloc up to ``index``
+    for e in trace[:index + 1]:
+        if e.get("action") == "alloc":
+            allocated[int(e["addr"])] = e.get("frames") or []
     live = dict(live_end)
     for e in reversed(trace[index + 1:]):
         action = e.get("action")
         if action == "alloc":
             live.pop(int(e["addr"]), None)
         elif action == free:
-            live[int(e["addr"])] = (int(e["size"]), e.get("frames") or [])
+            addr = int(e["addr"])
+            live[addr] = (int(e["size"]), allocated.get(addr) or e.get("frames") or [])
     return live
 
 

@@ -1377,6 +1377,17 @@ class _JobArm:
                 "state": self.state.value, "reason": self.reason, "ahead": JOB_AHEAD}
 
 
+def _job_plan(published: list[dict[str, Any]]) -> str:
+    """The plan once every rank published ``{"index", "site"}``: ``call <T>``, T = the furthest rank's count +
+    JOB_AHEAD, when all ranks' last captures were at one call site; else why nobody captures (call counts of
+    different sites say nothing about each other)."""
+    sites = sorted({str(p.get("site")) for p in published})
+    if len(sites) != 1:
+        return (f"{JobArmState.ABANDONED.value}: the ranks' last captures were at different call sites "
+                f"({', '.join(sites)})")
+    return f"{JOB_PLAN_CALL} {max(int(p['index']) for p in published) + JOB_AHEAD}"
+
+
 def _read_plan(plan: str) -> tuple[Optional[int], Optional[str]]:
     """A plan from the store: (the agreed call, None), or (None, why nobody captures)."""
     word, _, rest = plan.partition(" ")
@@ -1644,11 +1655,7 @@ class _RemoteControl:
         else:
             keys = [self._key(job.number, f"index/{r}") for r in range(world_size)]
             if store.check(keys):
-                published = [json.loads(_text(store.get(k))) for k in keys]
-                sites = sorted({str(p.get("site")) for p in published})
-                abandoned = JobArmState.ABANDONED.value
-                plan = (f"{JOB_PLAN_CALL} {max(int(p['index']) for p in published) + JOB_AHEAD}" if len(sites) == 1
-                        else f"{abandoned}: the ranks' last captures were at different call sites ({', '.join(sites)})")
+                plan = _job_plan([json.loads(_text(store.get(k))) for k in keys])
             elif time.monotonic() - job.joined_at > JOB_ANSWER_SECONDS:
                 missing = [r for r, k in enumerate(keys) if not store.check([k])]
                 plan = (f"{JobArmState.ABANDONED.value}: rank{'s' if len(missing) > 1 else ''} "

@@ -1,0 +1,220 @@
+"""Mutation score per module: how many small bugs (mutmut's mutants) the fast tests that cover a module catch.
+
+    python benchmarks/mutation.py                                   # the modules changed vs main (git diff main...HEAD)
+    python benchmarks/mutation.py lightx2v/hostcheck.py lightx2v/settings.py
+    python benchmarks/mutation.py --survivors lightx2v/hostcheck.py # and list the mutants no test caught
+
+A line coverage figure says a test ran the code; a mutation score says a test would notice it was wrong. For each
+module the script copies the checkout (``lightx2v/``, ``tests/``, ``pyproject.toml``) into a scratch directory, tells
+mutmut to mutate only that module and to run only the fast test files mapped to it below (``-m "not slow"``: never a
+Docker, browser or torchrun test), runs it under ``nice -n 10`` with one worker (mutation runs are CPU-heavy and this
+machine is shared), and prints a table: module, mutants, killed, survived, timeout, score %. The score is killed /
+(mutants - the ones listed in ``EQUIVALENT``), timeouts counting as killed (a mutant that makes a test hang is
+caught). Modules run one at a time, smallest first. Exit status 1 when a module is under ``--goal`` (85%).
+
+A module without an entry in ``FAST_TESTS`` is reported and skipped: map it to the unit tests that cover it first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+GOAL = 85.0
+
+# module -> the fast tests that cover it: test files, and ``-k`` leaving out those that start a program in a child
+# process (mutmut's copy can neither track nor switch mutants there; they are the end-to-end checks).
+_DIFF = ["tests/test_diff_rules.py", "tests/test_trace_summary_diff.py", "-k", "not cli"]
+_CAPTURE = ["tests/test_capture_rules.py", "tests/test_capture_states.py"]
+FAST_TESTS: dict[str, list[str]] = {
+    "lightx2v/hostcheck.py": ["tests/test_host_check_rules.py"],
+    "lightx2v/settings.py": ["tests/test_settings_rules.py", "tests/test_settings.py", "-k",
+                             "not exit_2 and not drop_in_reads"],
+    "lightx2v/trace_summary/noise.py": ["tests/test_noise_rules.py", "tests/test_trace_summary_noise.py", "-k",
+                                        "not doubled_matmul and not smaller_than_the_noise"],
+    "lightx2v/trace_summary/diff.py": _DIFF,
+    "lightx2v/trace_summary/render_diff.py": _DIFF,
+    "lightx2v/trace_summary/memory.py": ["tests/test_memory_rules.py", "tests/test_trace_summary_memory.py", "-k",
+                                         "not json_and_the_capture_summary"],
+    "lightx2v/trace_summary/snapshot.py": ["tests/test_memory_rules.py", "tests/test_memory_snapshot_reader.py",
+                                           "-k", "not finds_each_ranks_snapshot"],
+    "lightx2v/trace_browser/compare.py": ["tests/test_compare_rules.py"],
+    "lightx2v/capture/jobs.py": _CAPTURE,
+    "lightx2v/capture/control.py": _CAPTURE,
+}
+
+# mutant -> why it cannot change behaviour (an equivalent mutant: no test can kill it). mutmut names a mutant
+# after its module and function (``lightx2v.hostcheck.x_build__mutmut_5``; a method: ``xǁClassǁmethod``) and numbers
+# it within the function, so a name holds while that function is unchanged; `mutmut show NAME` prints its diff.
+_LOWERED = "urlsplit() lower-cases the host name, so stripping an upper-case X as well as the dot changes nothing"
+_STRICT = "zip's strict only checks equal lengths, which these lists always have"
+_NO_STATE = "a block without a state reads 'None' or 'XXXX' instead of '': none of them starts with 'active'"
+_NAMELESS = ("the type's name is a fallback for an exception without a message: the unpickler raises none such "
+             "(MemoryError aside)")
+EQUIVALENT: dict[str, str] = {
+    "lightx2v.hostcheck.x_host_name__mutmut_16": _LOWERED,
+    "lightx2v.hostcheck.x_build__mutmut_5": "the hostname is lower-cased before the strip: " + _LOWERED,
+    "lightx2v.hostcheck.x_build__mutmut_14": _LOWERED,
+    # noise.py
+    "lightx2v.trace_summary.noise.x_noise_pct__mutmut_6": "an empty side's median is never used (fewer than 2 steps)",
+    "lightx2v.trace_summary.noise.x_mann_whitney_p__mutmut_5": "the side tag only orders equal values; 1 or 2 sort "
+                                                               "the same after 0",
+    "lightx2v.trace_summary.noise.x_mann_whitney_p__mutmut_8": "every doubled rank is written before it is read",
+    "lightx2v.trace_summary.noise.x_mann_whitney_p__mutmut_34": "every doubled rank one higher shifts the observed "
+                                                                "sum and each subset's sum alike: the same p",
+    "lightx2v.trace_summary.noise.x_mann_whitney_p__mutmut_43": _STRICT,
+    "lightx2v.trace_summary.noise.x_mann_whitney_p__mutmut_46": _STRICT,
+    "lightx2v.trace_summary.noise.x_mann_whitney_p__mutmut_47": _STRICT,
+    # snapshot.py
+    "lightx2v.trace_summary.snapshot.x__summaries__mutmut_57": _NO_STATE,
+    "lightx2v.trace_summary.snapshot.x__summaries__mutmut_59": _NO_STATE,
+    "lightx2v.trace_summary.snapshot.x__summaries__mutmut_62": _NO_STATE,
+    "lightx2v.trace_summary.snapshot.x_user_frame__mutmut_6": "a frame without a file name reads 'None' instead of '': "
+                                                              "neither ends with .py",
+    "lightx2v.trace_summary.snapshot.x_load_snapshot__mutmut_24": _NAMELESS,
+    "lightx2v.trace_summary.snapshot.x_load_snapshot__mutmut_25": _NAMELESS,
+    "lightx2v.trace_summary.snapshot.x_user_frame__mutmut_8": "as x_user_frame__mutmut_6",
+    "lightx2v.trace_summary.snapshot.x_user_frame__mutmut_11": "a frame without a file name reads 'XXXX': it does "
+                                                               "not end with .py either",
+    # render_diff.py
+    "lightx2v.trace_summary.render_diff.x_render_diff__mutmut_32": "a side has at least as many ranks as there are "
+                                                                   "pairs: two pairs make 'b.ranks > 1' true anyway",
+    "lightx2v.trace_summary.render_diff.x_render_diff__mutmut_85": _STRICT,
+    "lightx2v.trace_summary.render_diff.x_render_diff__mutmut_88": _STRICT,
+    "lightx2v.trace_summary.render_diff.x_render_diff__mutmut_89": _STRICT,
+    "lightx2v.trace_summary.snapshot.x__live_at__mutmut_3": "the action after ``index`` is undone last: an alloc "
+                                                            "there is popped, whatever frames it recorded",
+}
+
+# the project's addopts (--durations, -ra) only add noise to thousands of runs; pytest-randomly, if installed, off
+PYTEST_ARGS = ["-m", "not slow", "-p", "no:randomly", "-p", "no:cacheprovider", "-o", "addopts=", "-q"]
+MUTANT_NAME = re.compile(r"^\s*(\S+__mutmut_\d+): (\w[\w ]*)$")
+
+
+def changed_modules() -> list[str]:
+    """The Python modules this branch changed against main (``git diff --name-only main...HEAD``)."""
+    out = subprocess.run(["git", "diff", "--name-only", "main...HEAD"], cwd=REPO, capture_output=True, text=True,
+                         check=True).stdout
+    return [p for p in out.split() if p.startswith("lightx2v/") and p.endswith(".py") and (REPO / p).is_file()]
+
+
+def mutmut_config(module: str, tests: list[str], also_copy: list[str]) -> str:
+    """The ``[tool.mutmut]`` table for one module (mutmut reads its options only from the project's config)."""
+    def toml_list(items: list[str]) -> str:
+        return "[" + ", ".join(json.dumps(i) for i in items) + "]"
+
+    return ("\n[tool.mutmut]\n"
+            'source_paths = ["lightx2v"]\n'
+            f"only_mutate = {toml_list([module])}\n"
+            f"also_copy = {toml_list(also_copy)}\n"
+            f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
+            f"pytest_add_cli_args = {toml_list(PYTEST_ARGS)}\n"
+            "use_git_change_detection = false\n")
+
+
+def run_module(module: str, scratch: Path, *, survivors: bool) -> dict[str, object]:
+    """mutmut on one module in a fresh copy of the checkout; its counts and surviving mutants' names."""
+    work = scratch / module.replace("/", "_")
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True,
+                           check=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        if (REPO / name).is_file():
+            (work / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, work / name)
+    # mutmut runs the tests in its own copy (mutants/): what they read besides the code (docs, scripts) goes too
+    others = sorted({name.split("/")[0] for name in filter(None, files)} - {"lightx2v", "tests", "pyproject.toml"})
+    (work / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text()
+                                         + mutmut_config(module, FAST_TESTS[module], others))
+    env = dict(os.environ, PYTHONPATH=str(work), CI="")
+    env.pop("PYTEST_ADDOPTS", None)
+    cmd = ["nice", "-n", "10", sys.executable, "-m", "mutmut", "run", "--max-children", "1"]
+    done = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"mutmut on {module} failed ({done.returncode}):\n{done.stdout[-3000:]}\n"
+                           f"{done.stderr[-3000:]}")
+    subprocess.run([sys.executable, "-m", "mutmut", "export-cicd-stats"], cwd=work, env=env, check=True,
+                   capture_output=True)
+    stats = json.loads((work / "mutants" / "mutmut-cicd-stats.json").read_text())
+    listing = subprocess.run([sys.executable, "-m", "mutmut", "results"], cwd=work, env=env, capture_output=True,
+                             text=True, check=True).stdout
+    not_killed = [(m.group(1), m.group(2)) for m in map(MUTANT_NAME.match, listing.splitlines()) if m]
+    surviving = [name for name, state in not_killed if state.strip() in {"survived", "no tests"}]
+    excluded = [name for name in surviving if equivalent_reason(name)]
+    diffs = {}
+    if survivors:
+        for name in surviving:
+            if name not in excluded:
+                diffs[name] = subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=work, env=env,
+                                             capture_output=True, text=True).stdout
+    return {"stats": stats, "surviving": surviving, "excluded": excluded, "diffs": diffs}
+
+
+def equivalent_reason(mutant: str) -> str | None:
+    """The reason a surviving mutant is listed as equivalent, or None."""
+    return EQUIVALENT.get(mutant)
+
+
+def score(stats: dict[str, int], excluded: int) -> float:
+    """Killed (timeouts included) over the mutants that could be killed, in percent."""
+    counted = stats["total"] - stats.get("skipped", 0) - excluded
+    caught = stats["killed"] + stats["timeout"] + stats.get("segfault", 0)
+    return 100.0 * caught / counted if counted else 100.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("modules", nargs="*", help="module paths (default: the ones changed vs main)")
+    parser.add_argument("--survivors", action="store_true", help="print each surviving mutant's diff")
+    parser.add_argument("--goal", type=float, default=GOAL, help="lowest score accepted, percent (default 85)")
+    args = parser.parse_args(argv)
+    modules = args.modules or changed_modules()
+    unknown = [m for m in modules if m not in FAST_TESTS]
+    for m in unknown:
+        print(f"skipped {m}: no fast tests mapped to it in FAST_TESTS", file=sys.stderr)
+    modules = sorted((m for m in modules if m in FAST_TESTS), key=lambda m: (REPO / m).stat().st_size)
+    if not modules:
+        print("no mapped module to mutate", file=sys.stderr)
+        return 0
+    rows: list[tuple[str, dict[str, int] | None, int, float]] = []
+    with tempfile.TemporaryDirectory(prefix="mutation-") as tmp:
+        for module in modules:
+            print(f"mutating {module} ...", file=sys.stderr, flush=True)
+            try:
+                result = run_module(module, Path(tmp), survivors=args.survivors)
+            except RuntimeError as exc:  # e.g. a test that fails without any mutant: said, and the next module
+                print(exc, file=sys.stderr, flush=True)
+                rows.append((module, None, 0, 0.0))
+                continue
+            stats, excluded, diffs = result["stats"], result["excluded"], result["diffs"]
+            assert isinstance(stats, dict) and isinstance(excluded, list) and isinstance(diffs, dict)
+            rows.append((module, stats, len(excluded), score(stats, len(excluded))))
+            for name, diff in diffs.items():
+                print(f"--- survived: {name}\n{diff}", flush=True)
+            for name in excluded:
+                print(f"equivalent, excluded: {name}: {equivalent_reason(name)}", flush=True)
+            print(table_row(rows[-1], len(module)), file=sys.stderr, flush=True)
+    width = max(len("module"), *(len(r[0]) for r in rows))
+    print(f"{'module':<{width}}  mutants  killed  survived  timeout  score %")
+    for row in rows:
+        print(table_row(row, width))
+    return 0 if all(r[1] is not None and r[3] >= args.goal for r in rows) else 1
+
+
+def table_row(row: tuple[str, dict[str, int] | None, int, float], width: int) -> str:
+    module, stats, excluded, pct = row
+    if stats is None:
+        return f"{module:<{width}}  (not measured: mutmut failed, see above)"
+    return (f"{module:<{width}}  {stats['total']:>7}  {stats['killed']:>6}  {stats['survived'] + stats['no_tests']:>8}"
+            f"  {stats['timeout']:>7}  {pct:>7.1f}" + (f"  ({excluded} equivalent excluded)" if excluded else ""))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -354,6 +354,21 @@ for _op in _BINARY + _UNARY:
 
 MODELED = frozenset(MODELS)  # the op names whose shapes the pass keeps
 
+# Each modeled op's class by name alone: what a trace without shapes can still be told.
+CLASS_OF: dict[str, str] = {
+    **dict.fromkeys(("aten::mm", "aten::addmm", "aten::_addmm_activation", "aten::bmm", "aten::baddbmm",
+                     "aten::matmul", "aten::linear", "aten::_scaled_mm"), GEMM),
+    **dict.fromkeys(_ATTENTION, ATTENTION), **dict.fromkeys(_CONV, CONV),
+    **dict.fromkeys(("aten::native_layer_norm", "aten::layer_norm", "aten::_fused_rms_norm",
+                     "aten::native_group_norm"), NORM),
+    "aten::_softmax": SOFTMAX, "aten::softmax": SOFTMAX,
+    **dict.fromkeys(("aten::copy_", "aten::_to_copy", "aten::clone"), COPY),
+    **{f"aten::{op}{tail}": ACTIVATION for op in _ACTIVATIONS for tail in ("", "_")},
+    **{f"aten::{op}{tail}": ELEMENTWISE for op in _BINARY + _UNARY for tail in ("", "_")},
+    "aten::fill_": ELEMENTWISE, "aten::zero_": ELEMENTWISE,
+}
+assert set(CLASS_OF) == MODELED
+
 
 def cost(name: str, dims: Any, types: Any, concrete: Any = ()) -> OpCost | None:
     """The op's FLOPs and bytes from its recorded arguments; None without a model or with shapes that do not fit."""

@@ -233,7 +233,11 @@ def _classes(ops: list[OpEfficiency], peak: PeakSpec | None, target_pct: float, 
         t = sum(r.time_us for r in rows)
         f, b = sum(r.flops or 0.0 for r in known), sum(r.bytes or 0.0 for r in known)
         rate, bw, inten = _rates(f, b, sum(r.time_us for r in known)) if known else (None, None, None)
-        row = ClassEfficiency(op_class=name, calls=sum(r.calls for r in rows), time_us=t,
+        by_dtype: dict[str, float] = {}
+        for r in known:
+            by_dtype[r.dtype] = by_dtype.get(r.dtype, 0.0) + r.time_us
+        row = ClassEfficiency(op_class=name, dtype=max(by_dtype, key=by_dtype.__getitem__) if by_dtype else "",
+                              calls=sum(r.calls for r in rows), time_us=t,
                               flops=f if known else None, bytes=b if known else None,
                               tflops_per_s=rate, tb_per_s=bw, intensity=inten, bound="", roofline_pct=None,
                               headroom_us=None)

@@ -324,6 +324,7 @@ class OpEfficiency:
 @dataclass
 class ClassEfficiency:
     op_class: str
+    dtype: str  # the dtype of most of its time (whose peak its roofline mostly is), "" without shapes
     calls: int
     time_us: float
     flops: Optional[float]  # of its ops with a figure (None: none has one)

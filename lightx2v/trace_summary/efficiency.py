@@ -3,12 +3,13 @@ step's MFU, and the time each op would win at a target share of its roofline.
 
     eff = efficiency(c, chain, found, devices, peak=None, target_pct=80.0, top=10)
 
-- The unit is one call of a modeled op (``flops``) that holds no other modeled op: ``aten::addmm`` under
-  ``aten::linear``, ``aten::_cudnn_attention_forward`` under ``aten::scaled_dot_product_attention``, the
-  ``aten::bmm``/``aten::_softmax`` calls of a math attention. Its time is the GPU work it launched (kernels,
-  memcpys, memsets), found by the launch chain (``launch``: the innermost op around each launch, then the
-  innermost modeled op around that), inside the steps (``steps``: by launch); in a CPU trace, the op's own
-  duration. GPU work launched outside any modeled op is ``unmodeled_us``.
+- The unit is one call of a modeled op (``flops``): a matrix op holding no other matrix op (``aten::addmm``
+  under ``aten::linear``, with the copy it makes inside; ``aten::_cudnn_attention_forward`` under
+  ``aten::scaled_dot_product_attention``; the ``aten::bmm`` calls of a math attention), or a vector op holding
+  no modeled op and inside no matrix op (``aten::_softmax`` under ``aten::softmax``). Its time is the GPU work
+  it launched (kernels, memcpys, memsets), found by the launch chain (``launch``: the innermost op around each
+  launch, then the innermost unit around that), inside the steps (``steps``: by launch); in a CPU trace, the
+  op's own duration. GPU work launched outside any modeled op is ``unmodeled_us``.
 - Calls are grouped by op and shapes. Per group: FLOPs and bytes (``flops``; torch's own ``flops`` argument
   where ``with_flops=True`` wrote one), achieved TFLOP/s and TB/s, intensity (FLOPs per byte), and against the
   device's peak (``peaks``): ideal time = max(FLOPs / compute peak, bytes / bandwidth), bound = the larger of
@@ -70,7 +71,7 @@ def efficiency(c: Collected, chain: LaunchChain, found: Steps, devices: Sequence
             op_cost = models.OpCost(op_cost.op_class, torch_flops, op_cost.bytes, op_cost.dtype, op_cost.matrix)
         costs[i] = op_cost
     shapes = bool(c.op_args)
-    units = _leaves(c, candidates)
+    units = _units(c, candidates, names)
     gpu = len(c.g_lo) > 0
     time: dict[int, float] = {}
     kernels: dict[int, dict[int, float]] = {}
@@ -126,10 +127,16 @@ def efficiency(c: Collected, chain: LaunchChain, found: Steps, devices: Sequence
         torch_flops_checked=checked, torch_flops_disagree=disagree)
 
 
-def _leaves(c: Collected, candidates: list[int]) -> list[int]:
-    """The candidates that enclose no other candidate on their thread (one stack walk in (start, -dur) order)."""
+def _units(c: Collected, candidates: list[int], names: list[str]) -> list[int]:
+    """The calls that are units: a matrix op (GEMM, convolution, attention) holding no other matrix op (the
+    copies and fills it makes inside are its own work), and a vector op holding no modeled op and inside no
+    matrix op. One stack walk per thread in (start, -duration) order."""
+    matrix = models.MATRIX_CLASSES
+    is_matrix = {n: models.CLASS_OF.get(names[n]) in matrix for n in {c.op_name[i] for i in candidates}}
     order = sorted(candidates, key=lambda i: (c.op_thread[i], c.op_ts[i], -c.op_dur[i]))
-    inner: set[int] = set()
+    holds_any: set[int] = set()
+    holds_matrix: set[int] = set()
+    in_matrix: set[int] = set()
     stack: list[int] = []
     thread = None
     for i in order:
@@ -139,9 +146,18 @@ def _leaves(c: Collected, candidates: list[int]) -> list[int]:
         while stack and c.op_ts[stack[-1]] + c.op_dur[stack[-1]] <= start:
             stack.pop()
         if stack:
-            inner.add(stack[-1])
+            holds_any.add(stack[-1])
+            mine = is_matrix[c.op_name[i]]
+            for j in reversed(stack):
+                if is_matrix[c.op_name[j]]:
+                    if mine:
+                        holds_matrix.add(j)
+                    else:
+                        in_matrix.add(i)
+                    break
         stack.append(i)
-    return sorted(i for i in candidates if i not in inner)
+    return sorted(i for i in candidates if (i not in holds_matrix if is_matrix[c.op_name[i]]
+                                            else i not in holds_any and i not in in_matrix))
 
 
 class _Group:

@@ -22,8 +22,9 @@ SUMMARY_SUFFIX = ".summary.txt"
 
 
 def write_capture_summary(trace_path: str) -> list[str]:
-    """Summarize one freshly written trace; returns 3-6 lines (step, top kernels or CPU ops, report path), plus
-    one per device with memory events (its peak, a leak) and per memory snapshot (what holds its peak)."""
+    """Summarize one freshly written trace; returns 3-7 lines (step, top kernels or CPU ops, efficiency: MFU and
+    the top headroom or how to record shapes, report path), plus one per device with memory events (its peak, a
+    leak) and per memory snapshot (what holds its peak)."""
     summary = analyze_trace(trace_path)
     out_path = trace_path + SUMMARY_SUFFIX
     write_atomically(out_path, render_rank(summary) + "\n")

@@ -7,7 +7,10 @@ from .model import ClassEfficiency, Efficiency, OpEfficiency, PeakSpec
 
 
 def _num(value: float | None, digits: int = 1) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+    """Fixed decimals, or 3 significant digits below 1 (a CPU's rates)."""
+    if value is None:
+        return "-"
+    return f"{value:.3g}" if 0 < abs(value) < 1 and digits < 3 else f"{value:.{digits}f}"
 
 
 def _ms(us: float | None) -> str:
@@ -29,7 +32,7 @@ def step_line(e: Efficiency) -> str:
     if e.step_tflops_per_s is None:
         return ""
     mfu = f", MFU {e.mfu_pct:.1f}%" if e.mfu_pct is not None else ""
-    return (f"step: {e.step_tflops_per_s:.1f} TFLOP/s ({e.matrix_flops / e.steps / 1e12:.2f} TFLOP of GEMM, "
+    return (f"step: {_num(e.step_tflops_per_s)} TFLOP/s ({e.matrix_flops / e.steps / 1e9:.1f} GFLOP of GEMM, "
             f"convolution and attention per step in {_ms(e.step_wall_us / e.steps)} ms){mfu}")
 
 
@@ -85,12 +88,16 @@ def _op_row(r: OpEfficiency, steps: int) -> str:
 
 
 def log_line(e: Efficiency | None) -> str:
-    """The capture log's one line: MFU and the top headroom, or how to record what is missing."""
+    """The capture log's one line (<= 100 characters): MFU and the top headroom, or how to record shapes."""
     if e is None:
         return ""
     if not e.shapes_recorded:
-        return "efficiency: no op shapes; record them with record_shapes=True (the embedded inference: " \
-               "--record_shapes) for MFU and headroom"
+        return "efficiency: no op shapes: record_shapes=True (inference: --record_shapes) for MFU, headroom"
     if e.mfu_pct is None:
-        return f"efficiency: {e.hint}" if e.hint else ""
-    return f"efficiency: MFU {e.mfu_pct:.1f}% ({e.step_tflops_per_s or 0:.1f} TFLOP/s); {e.headline}"
+        return "efficiency: no peak for this device: --peak TFLOPS,TBps in the summary for MFU, headroom"
+    line = f"efficiency: MFU {e.mfu_pct:.1f}% ({_num(e.step_tflops_per_s)} TFLOP/s)"
+    top = next((c for c in e.classes if c.roofline_pct is not None), None)
+    if top is not None:
+        line += (f"; {top.op_class} at {top.roofline_pct:.0f}% of roofline, -{(top.headroom_us or 0) / 1000:.3f} "
+                 f"ms/step at {e.target_pct:.0f}%")
+    return line

@@ -77,3 +77,25 @@ def shaped_h200(out_dir: os.PathLike | str, with_torch_flops: bool = False) -> P
     with gzip.open(path, "wt", encoding="utf-8") as f:
         json.dump(doc, f)
     return path
+
+
+def fp8_variant(out_dir: os.PathLike | str, speedup: float = 1.6) -> Path:
+    """The shaped copy as if its GEMMs ran in fp8: each ``aten::addmm`` an ``aten::_scaled_mm`` (fp8 inputs,
+    per-tensor scales, bf16 bias and output) and each GEMM kernel ``speedup`` times shorter."""
+    src = shaped_h200(out_dir)
+    with gzip.open(src, "rt", encoding="utf-8") as f:
+        doc = json.load(f)
+    fp8 = "c10::Float8_e4m3fn"
+    for ev in doc["traceEvents"]:
+        if ev.get("cat") == "cpu_op" and ev["name"] == "aten::addmm":
+            bias, a, b = ev["args"]["Input Dims"][:3]
+            ev["name"] = "aten::_scaled_mm"
+            ev["args"].update(_args([a, b, [], [], bias, [], [], []],
+                                    [fp8, fp8, "float", "float", BF16, "", "Scalar", "Scalar"],
+                                    ["", "", "", "", "", "", "15", "False"]))
+        elif ev.get("cat") == "kernel" and ev["name"].startswith("nvjet"):
+            ev["dur"] = ev["dur"] / speedup
+    path = Path(out_dir) / "h200_dit_fp8.pt.trace.json.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        json.dump(doc, f)
+    return path

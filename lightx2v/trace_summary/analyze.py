@@ -37,24 +37,26 @@ __all__ = ["IDLE_FLAG_RATIO", "SKIP_HEAD", "analyze_trace", "malformed_field", "
 
 
 def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | None = None,
-                  peak: PeakSpec | None = None, target_pct: float = TARGET_PCT) -> RankSummary:
+                  peak: PeakSpec | None = None, target_pct: float = TARGET_PCT,
+                  with_efficiency: bool = True) -> RankSummary:
     """Read ``path`` once and summarize it; raises TraceError for files that are not complete traces.
 
     ``on_read``: progress callback, see ``TraceStream``; ``peak`` (``--peak``) replaces the device's peak table
-    row, ``target_pct`` the share of the roofline headroom is counted against (``efficiency``).
+    row, ``target_pct`` the share of the roofline headroom is counted against (``efficiency``);
+    ``with_efficiency=False`` leaves the efficiency answers out (benchmarks/bench_efficiency.py measures them).
     """
     stream = TraceStream(path, skip_head=SKIP_HEAD, on_read=on_read)
-    c = Collected(shapes_of=MODELED)
+    c = Collected(shapes_of=MODELED if with_efficiency else frozenset())
     mem = memory.MemoryEvents(c.count_malformed)
     c.attach(mem)
     for batch in stream.batches():
         c.feed(batch)
-    return summarize_collected(c, path, stream, top, mem, peak, target_pct)
+    return summarize_collected(c, path, stream, top, mem, peak, target_pct, with_efficiency)
 
 
 def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
                         mem: memory.MemoryEvents | None = None, peak: PeakSpec | None = None,
-                        target_pct: float = TARGET_PCT) -> RankSummary:
+                        target_pct: float = TARGET_PCT, with_efficiency: bool = True) -> RankSummary:
     """The report's figures from one pass's data (``stream``: the finished stream, for its metadata;
     ``mem``: the pass's ``[memory]`` events, if it collected them)."""
     meta = stream.metadata
@@ -109,5 +111,5 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
                           series=step_series(c, found, tree, group)),
         memory=memory_section,
         launch_links=chain.links if has_gpu else None,
-        efficiency=efficiency(c, chain, found, device_list, peak, target_pct, top),
+        efficiency=efficiency(c, chain, found, device_list, peak, target_pct, top) if with_efficiency else None,
     )

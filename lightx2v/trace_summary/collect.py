@@ -77,7 +77,12 @@ class Collected:
         self.op_ts, self.op_dur = array("d"), array("d")
         self.shapes_of = shapes_of
         self.shaped: set[int] = set()  # name ids of the ops in shapes_of
-        self.op_args: dict[int, tuple[Any, Any, Any, Any]] = {}  # op index -> (dims, types, concrete, flops)
+        # Recorded arguments, once per distinct (name, dims, types, concrete): few in a trace, and kept as text
+        # keys, not as the parsed lists (millions of small lists alive slow the parse down: the GC walks them).
+        self.shape_ids: dict[tuple[int, str, str, str], int] = {}
+        self.shape_args: list[tuple[Any, Any, Any]] = []  # shape id -> (Input Dims, Input type, Concrete Inputs)
+        self.op_shape: dict[int, int] = {}  # op index -> shape id
+        self.op_flops: dict[int, int] = {}  # op index -> torch's ``flops`` argument (with_flops=True)
         self.label_names: dict[str, int] = {}
         self.lab_thread, self.lab_name = array("l"), array("l")
         self.lab_ts, self.lab_dur = array("d"), array("d")
@@ -164,7 +169,7 @@ class Collected:
                     if name in self.shapes_of:
                         shaped.add(n)
                 if n in shaped:
-                    self._shapes(ev)
+                    self._shapes(n, ev)
                 try:
                     op_ext(ev["args"]["External id"])
                 except (KeyError, TypeError, OverflowError):  # no args or id, not an int, or beyond 64 bits
@@ -253,12 +258,22 @@ class Collected:
                 span_hi = end
         self.span_lo, self.span_hi = span_lo, span_hi
 
-    def _shapes(self, ev: dict[str, Any]) -> None:
+    def _shapes(self, n: int, ev: dict[str, Any]) -> None:
         """Keep the recorded arguments of the op about to be appended (off the hot path: modeled ops only)."""
         args = ev.get("args")
-        if isinstance(args, dict) and "Input Dims" in args:
-            self.op_args[len(self.op_ts)] = (args.get("Input Dims"), args.get("Input type"),
-                                             args.get("Concrete Inputs"), args.get("flops"))
+        if not isinstance(args, dict) or "Input Dims" not in args:
+            return
+        dims, types, concrete = args.get("Input Dims"), args.get("Input type"), args.get("Concrete Inputs")
+        key = (n, str(dims), str(types), str(concrete))
+        s = self.shape_ids.get(key)
+        if s is None:
+            s = self.shape_ids[key] = len(self.shape_args)
+            self.shape_args.append((dims, types, concrete))
+        i = len(self.op_ts)
+        self.op_shape[i] = s
+        flops = args.get("flops")
+        if flops.__class__ is int:
+            self.op_flops[i] = flops
 
     def _base_of(self, batch: list[dict[str, Any]]) -> float:
         """The whole microsecond at or before the batch's first usable timestamp (0 when it has none yet)."""

@@ -49,28 +49,21 @@ def efficiency(c: Collected, chain: LaunchChain, found: Steps, devices: Sequence
         return None
     names = list(c.names)
     candidates = [i for i, n in enumerate(c.op_name) if n in c.shaped]
+    by_shape = [(models.cost(names[n], *args), models.signature(args[0], args[1]))
+                 for (n, _, _, _), args in zip(c.shape_ids, c.shape_args, strict=True)]
     costs: dict[int, models.OpCost | None] = {}
     sigs: dict[int, str] = {}
-    cache: dict[tuple[int, str, str, str], tuple[models.OpCost | None, str]] = {}
     checked = disagree = 0
-    for i in candidates:
-        args = c.op_args.get(i)
-        if args is None:
-            continue
-        dims, types, concrete, torch_flops = args
-        key = (c.op_name[i], str(dims), str(types), str(concrete))
-        hit = cache.get(key)
-        if hit is None:
-            hit = cache[key] = (models.cost(names[c.op_name[i]], dims, types, concrete),
-                                models.signature(dims, types))
-        op_cost, sigs[i] = hit
-        if op_cost is not None and torch_flops.__class__ is int and torch_flops > 0:
+    for i, s in c.op_shape.items():
+        op_cost, sigs[i] = by_shape[s]
+        torch_flops = c.op_flops.get(i) if c.op_flops else None
+        if op_cost is not None and torch_flops is not None and torch_flops > 0:
             checked += 1
             if abs(torch_flops - op_cost.flops) > TORCH_FLOPS_TOLERANCE * max(torch_flops, op_cost.flops):
                 disagree += 1
             op_cost = models.OpCost(op_cost.op_class, torch_flops, op_cost.bytes, op_cost.dtype, op_cost.matrix)
         costs[i] = op_cost
-    shapes = bool(c.op_args)
+    shapes = bool(c.op_shape)
     units = _units(c, candidates, names)
     gpu = len(c.g_lo) > 0
     time: dict[int, float] = {}

@@ -116,6 +116,7 @@ class GpuCheck:
         if not self.cuda:
             self.env.setdefault("OMP_NUM_THREADS", "1")  # small ops on a busy small machine: 1 thread is fastest
         self.trace: Path | None = None  # step 2's trace (or --trace), read by steps 3 and 4
+        self.trace_has_shapes = False  # step 2 captured it with --record_shapes (the efficiency answers)
         if trace is not None:  # a run directory of its own, so TensorBoard's logdir holds nothing else
             self.trace = self.work / "given_trace" / "given" / trace.name
             self.trace.parent.mkdir(parents=True, exist_ok=True)
@@ -202,7 +203,7 @@ class GpuCheck:
                                               timeout=self.remaining(200))
         args = cli_args(steps)
         _, plain = bench_infer.run_cli(folder / "unprofiled", *args, "--no-profile", timeout=self.remaining(300))
-        _, prof = bench_infer.run_cli(folder / "profiled", *args, "--profile", "--with_stack",
+        _, prof = bench_infer.run_cli(folder / "profiled", *args, "--profile", "--with_stack", "--record_shapes",
                                       timeout=self.remaining(300))
         expect(plain["infer_calls"] == steps, f"unprofiled run made {plain['infer_calls']} calls, not {steps}")
         capture = prof["capture"] or {}
@@ -210,6 +211,7 @@ class GpuCheck:
         expect(prof["infer_calls"] == steps + capture["calls"] - 1,
                f"profiled run made {prof['infer_calls']} calls for {steps} steps and a {capture['calls']}-call capture")
         self.trace = Path(capture["trace_paths"][0])
+        self.trace_has_shapes = True  # captured with --record_shapes
         arch = QwenImageArch(**prof["arch"])
         image_tokens = (arch.height // arch.pixel_multiple) * (arch.width // arch.pixel_multiple)
         texts = [prof["prompt"]] + ([prof["negative_prompt"]] if prof["guidance_scale"] > 1 else [])
@@ -312,6 +314,7 @@ class GpuCheck:
             step.notes.append("GPU busy, kernels and idle gaps need CUDA: the summary of a CPU trace has none")
             step.figure = (f"{profiler_step['name']} wall {profiler_step['wall_us'] / 1e3:.1f} ms, top CPU op "
                            f"{rank['top_cpu_ops'][0]['name'] if rank['top_cpu_ops'] else '-'}")
+            self.efficiency(step, rank.get("efficiency"))
             return
         expect(rank["gpu"] is not None and rank["gpu"]["kernel_count"] > 0, "the summary found no GPU kernels")
         idle = rank["idle"] or {}
@@ -322,6 +325,22 @@ class GpuCheck:
                        f"{(idle.get('largest_gap_us') or 0) / 1e3:.2f} ms), top kernel {top['short_name'][:40]} "
                        f"{top['pct_of_gpu_time']:.0f}%")
         expect(profiler_step["gpu_busy_pct"] > 0, f"GPU busy 0% in {profiler_step['name']}")
+        self.efficiency(step, rank.get("efficiency"))
+
+    def efficiency(self, step: Step, eff: dict | None) -> None:
+        """MFU and the top headroom of the capture (recorded with --record_shapes), appended to the figure."""
+        expect(eff is not None, "the summary has no efficiency answers")
+        assert eff is not None
+        if not eff["shapes_recorded"]:
+            expect(not self.trace_has_shapes, "the --record_shapes capture has no op shapes")
+            step.notes.append(f"efficiency: {eff['hint']}")
+            return
+        step.figures["efficiency"] = {k: eff[k] for k in ("mfu_pct", "step_tflops_per_s", "headline", "peak")}
+        step.figures["efficiency"]["classes"] = eff["classes"][:4]
+        if eff["mfu_pct"] is None:
+            step.notes.append(f"efficiency: {eff['hint']}")
+            return
+        step.figure += f"; MFU {eff['mfu_pct']:.1f}% ({eff['step_tflops_per_s']:.0f} TFLOP/s), {eff['headline']}"
 
     # --- 4. TensorBoard -------------------------------------------------------------------------------------
 

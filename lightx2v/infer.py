@@ -146,6 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--chrome_path", default=None, help="chrome-format trace path (default save_results/trace.json)")
     g.add_argument("--with_stack", action="store_true", help="record Python call stacks")
     g.add_argument("--use_gzip", action="store_true", help="write *.pt.trace.json.gz")
+    g.add_argument("--record_shapes", action="store_true",
+                   help="record op input shapes and dtypes: the summary's FLOPs, TB/s, MFU and headroom")
     g.add_argument("--profile_memory", action="store_true",
                    help="record every allocation and free: the summary's memory answers, the Memory views")
     g.add_argument("--memory_snapshot", action="store_true",
@@ -297,6 +299,7 @@ def profile_kwargs(args: argparse.Namespace) -> dict:
         "profile_format": args.profile_format,
         "with_stack": args.with_stack,
         "use_gzip": args.use_gzip,
+        "record_shapes": args.record_shapes,
         "profile_memory": args.profile_memory,
         "memory_snapshot": args.memory_snapshot,
         "wait": args.profile_wait,

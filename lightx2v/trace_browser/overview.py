@@ -19,6 +19,8 @@ from lightx2v.trace_summary.model import DeviceMemory, IdleStats, MemorySummary,
 from lightx2v.trace_summary.render import format_bytes, format_ms, format_pct, format_signed_bytes
 from lightx2v.trace_summary.steps import cause_times, idle_advice
 
+from .roofline import ROOFLINE_STYLE, roofline_section
+
 BAR_WIDTH = 220
 CURVE_WIDTH, CURVE_HEIGHT = 3 * BAR_WIDTH, 120  # the memory curve, in the bars' style
 MAX_STEPS = 64  # rows of the step table; longer captures show the first and last ones
@@ -117,6 +119,7 @@ def _rank_section(r: RankSummary, timeline: str | None, several: bool) -> str:
     out.append(_device_memory(r.memory))
     if r.idle is not None:
         out.append(_idle(r.idle))
+    out.append(roofline_section(r.efficiency))
     out.append(_kernels(r))
     out.append(_memory(r))
     out.append(_cpu_ops(r))
@@ -325,4 +328,5 @@ table.memory-steps, table.memory-ops, table.snapshot-sites {{ margin-top: .8em; 
 <body>
 {body}
 </body></html>
-""".replace("{warn}", WARN)
+""".replace("{warn}", WARN).replace("</style></head>", ROOFLINE_STYLE.replace("{", "{{").replace("}", "}}")
+                                    + "</style></head>")

@@ -25,7 +25,8 @@ from tqdm import tqdm
 from .diff import compare_runs, diff_to_json
 from .discover import RunFiles, newest_runs, resolve, skipped_phrase
 from .errors import TraceError
-from .model import SkippedFile, to_json
+from .model import PeakSpec, SkippedFile, to_json
+from .peaks import parse_peak
 from .render import render_runs
 from .render_diff import render_diff
 from .summarize import summarize_run
@@ -48,6 +49,13 @@ def _positive(text: str) -> int:
     return value
 
 
+def _peak(text: str) -> PeakSpec:
+    try:
+        return parse_peak(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m lightx2v.trace_summary",
@@ -65,8 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
                              "is BASE); the verdict line comes first")
     parser.add_argument("--top", type=_positive, default=10, metavar="N",
                         help="rows in the kernel and CPU-op tables (default 10)")
+    parser.add_argument("--peak", type=_peak, default=None, metavar="TFLOPS,TBPS",
+                        help="the device's dense peak TFLOP/s and memory TB/s for the efficiency answers (e.g. "
+                             "989,4.8), instead of the peak table's row for the trace's GPU; for CPUs and GPUs "
+                             "not in the table")
     parser.add_argument("--json", action="store_true",
-                        help="print JSON (schema lightx2v.trace_summary/1, with --diff lightx2v.trace_summary.diff/1; "
+                        help="print JSON (schema lightx2v.trace_summary/2, with --diff lightx2v.trace_summary.diff/2; "
                              "see docs/trace_summary.md) instead of text")
     return parser
 
@@ -79,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.diff:
         if len(args.paths) > 2:
             parser.error(f"--diff takes BASE NEW or one logdir, got {len(args.paths)} paths")
-        return _diff(args.paths, args.top, args.json)
+        return _diff(args.paths, args.top, args.json, args.peak)
     errors: list[TraceError] = []
     try:
         runs_files = resolve(args.paths, errors)
@@ -87,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         # On a terminal, a bar appears when reading takes over a second (big traces); never in pipes.
         with tqdm(total=total, unit="B", unit_scale=True, desc="reading", file=sys.stderr, disable=None,
                   delay=1.0, leave=False) as bar:
-            runs = [summarize_run(run, args.top, bar.update, keep_going=True) for run in runs_files]
+            runs = [summarize_run(run, args.top, bar.update, keep_going=True, peak=args.peak) for run in runs_files]
     except KeyboardInterrupt:
         return 130
     for run in runs:
@@ -109,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     return DATA_ERROR if errors else 0
 
 
-def _diff(paths: list[str], top: int, as_json: bool) -> int:
+def _diff(paths: list[str], top: int, as_json: bool, peak: PeakSpec | None = None) -> int:
     """``--diff``: both sides summarized (one pass each), compared, printed; DATA_ERROR when a side cannot be
     read."""
     try:
@@ -124,7 +136,7 @@ def _diff(paths: list[str], top: int, as_json: bool) -> int:
         total = sum(_size(path) for run in sides for path in run.files)
         with tqdm(total=total, unit="B", unit_scale=True, desc="reading", file=sys.stderr, disable=None,
                   delay=1.0, leave=False) as bar:
-            base, new = (summarize_run(run, top, bar.update) for run in sides)
+            base, new = (summarize_run(run, top, bar.update, peak=peak) for run in sides)
         diff = compare_runs(base, new)
     except TraceError as exc:
         print(f"trace_summary: error: {exc}", file=sys.stderr)

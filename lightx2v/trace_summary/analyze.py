@@ -21,9 +21,11 @@ from .attribution import group_keys, launches
 from .collect import SKIP_HEAD, Collected, malformed_field
 from .cpu_ops import cpu_op_stats
 from .devices import devices, rank_and_world, versions
+from .efficiency import TARGET_PCT, efficiency
+from .flops import MODELED
 from .kernels import gpu_work
 from .launch import launch_chain
-from .model import RankSummary, RankTables, SkippedEvents
+from .model import PeakSpec, RankSummary, RankTables, SkippedEvents
 from .names import worker_name
 from .optree import op_tree
 from .ratios import percent
@@ -34,22 +36,27 @@ from .steps import IDLE_FLAG_RATIO, idle_total, step_stats
 __all__ = ["IDLE_FLAG_RATIO", "SKIP_HEAD", "analyze_trace", "malformed_field", "percent", "summarize_collected"]
 
 
-def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | None = None) -> RankSummary:
+def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | None = None,
+                  peak: PeakSpec | None = None, target_pct: float = TARGET_PCT,
+                  with_efficiency: bool = True) -> RankSummary:
     """Read ``path`` once and summarize it; raises TraceError for files that are not complete traces.
 
-    ``on_read``: progress callback, see ``TraceStream``.
+    ``on_read``: progress callback, see ``TraceStream``; ``peak`` (``--peak``) replaces the device's peak table
+    row, ``target_pct`` the share of the roofline headroom is counted against (``efficiency``);
+    ``with_efficiency=False`` leaves the efficiency answers out (benchmarks/bench_efficiency.py measures them).
     """
     stream = TraceStream(path, skip_head=SKIP_HEAD, on_read=on_read)
-    c = Collected()
+    c = Collected(shapes_of=MODELED if with_efficiency else frozenset())
     mem = memory.MemoryEvents(c.count_malformed)
     c.attach(mem)
     for batch in stream.batches():
         c.feed(batch)
-    return summarize_collected(c, path, stream, top, mem)
+    return summarize_collected(c, path, stream, top, mem, peak, target_pct, with_efficiency)
 
 
 def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
-                        mem: memory.MemoryEvents | None = None) -> RankSummary:
+                        mem: memory.MemoryEvents | None = None, peak: PeakSpec | None = None,
+                        target_pct: float = TARGET_PCT, with_efficiency: bool = True) -> RankSummary:
     """The report's figures from one pass's data (``stream``: the finished stream, for its metadata;
     ``mem``: the pass's ``[memory]`` events, if it collected them)."""
     meta = stream.metadata
@@ -62,6 +69,7 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
     group = group_keys(c, tree, chain)
     cpu_ops, cpu_self_total = cpu_op_stats(c, tree)
     rank, world = rank_and_world(meta, path)
+    device_list = devices(meta.get("deviceProperties"))
     notes = []
     if not has_gpu:
         notes.append("no GPU activity in this trace (CPU-only capture, or CUDA activity was not recorded)")
@@ -83,7 +91,7 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
         worker=worker_name(path),
         rank=rank,
         world_size=world,
-        devices=devices(meta.get("deviceProperties")),
+        devices=device_list,
         versions=versions(meta),
         event_count=c.events + stream.skipped,
         trace_span_us=c.span_hi - c.span_lo if c.span_hi >= c.span_lo else 0.0,
@@ -103,4 +111,5 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
                           series=step_series(c, found, tree, group)),
         memory=memory_section,
         launch_links=chain.links if has_gpu else None,
+        efficiency=efficiency(c, chain, found, device_list, peak, target_pct, top) if with_efficiency else None,
     )

@@ -4,7 +4,9 @@ question's module (steps, kernels, cpu_ops, attribution, devices) reads afterwar
 Memory grows with the number of kernels and CPU ops, not with the JSON text: five numbers per CPU op, four per
 GPU activity (kernel, memcpy, memset); names are stored once. What is collected:
 
-- CPU ops (``cpu_op``; older ``operator``), in file order: thread, name id, ts, dur, External id.
+- CPU ops (``cpu_op``; older ``operator``), in file order: thread, name id, ts, dur, External id; for the op
+  names in ``shapes_of`` (those ``flops`` has a model for) also their ``Input Dims``, ``Input type``,
+  ``Concrete Inputs`` and ``flops`` arguments (one set test per op on the hot path, the rest off it).
 - ``record_function`` labels (``user_annotation`` other than ``ProfilerStep#N``; a trace has few): thread,
   name id, ts, dur.
 - GPU activity (``kernel``, ``gpu_memcpy``, ``gpu_memset``; older ``Kernel``/``Memcpy``/``Memset``): start,
@@ -67,12 +69,20 @@ class Collector(Protocol):
 class Collected:
     """The pass's state; ``feed`` batches of events into it, then hand it to the analysis modules."""
 
-    def __init__(self, extra: Iterable[Collector] = ()) -> None:
+    def __init__(self, extra: Iterable[Collector] = (), shapes_of: frozenset[str] = frozenset()) -> None:
         self.events = 0
         self.threads: dict[tuple[Any, Any], int] = {}  # (pid, tid) -> thread id, of ops and labels
         self.names: dict[str, int] = {}  # CPU op name -> id
         self.op_thread, self.op_name, self.op_ext = array("l"), array("l"), array("q")
         self.op_ts, self.op_dur = array("d"), array("d")
+        self.shapes_of = shapes_of
+        self.shaped: set[int] = set()  # name ids of the ops in shapes_of
+        # Recorded arguments, once per distinct (name, dims, types, concrete): few in a trace, and kept as text
+        # keys, not as the parsed lists (millions of small lists alive slow the parse down: the GC walks them).
+        self.shape_ids: dict[tuple[int, str, str, str], int] = {}
+        self.shape_args: list[tuple[Any, Any, Any]] = []  # shape id -> (Input Dims, Input type, Concrete Inputs)
+        self.op_shape: dict[int, int] = {}  # op index -> shape id
+        self.op_flops: dict[int, int] = {}  # op index -> torch's ``flops`` argument (with_flops=True)
         self.label_names: dict[str, int] = {}
         self.lab_thread, self.lab_name = array("l"), array("l")
         self.lab_ts, self.lab_dur = array("d"), array("d")
@@ -117,6 +127,7 @@ class Collected:
         op_thread, op_name, op_ts, op_dur = (self.op_thread.append, self.op_name.append, self.op_ts.append,
                                              self.op_dur.append)
         op_ext = self.op_ext.append
+        shaped = self.shaped
         span_lo, span_hi = self.span_lo, self.span_hi
         number, big, reject = _NUMBER_TYPES, _FLOAT_MAX, self._reject
         base = self.base if self.base is not None else self._base_of(batch)
@@ -155,6 +166,10 @@ class Collected:
                 n = names.get(name)
                 if n is None:
                     n = names[name] = len(names)
+                    if name in self.shapes_of:
+                        shaped.add(n)
+                if n in shaped:
+                    self._shapes(n, ev)
                 try:
                     op_ext(ev["args"]["External id"])
                 except (KeyError, TypeError, OverflowError):  # no args or id, not an int, or beyond 64 bits
@@ -242,6 +257,23 @@ class Collected:
             if end > span_hi:
                 span_hi = end
         self.span_lo, self.span_hi = span_lo, span_hi
+
+    def _shapes(self, n: int, ev: dict[str, Any]) -> None:
+        """Keep the recorded arguments of the op about to be appended (off the hot path: modeled ops only)."""
+        args = ev.get("args")
+        if not isinstance(args, dict) or "Input Dims" not in args:
+            return
+        dims, types, concrete = args.get("Input Dims"), args.get("Input type"), args.get("Concrete Inputs")
+        key = (n, str(dims), str(types), str(concrete))
+        s = self.shape_ids.get(key)
+        if s is None:
+            s = self.shape_ids[key] = len(self.shape_args)
+            self.shape_args.append((dims, types, concrete))
+        i = len(self.op_ts)
+        self.op_shape[i] = s
+        flops = args.get("flops")
+        if flops.__class__ is int:
+            self.op_flops[i] = flops
 
     def _base_of(self, batch: list[dict[str, Any]]) -> float:
         """The whole microsecond at or before the batch's first usable timestamp (0 when it has none yet)."""

@@ -37,11 +37,12 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from .efficiency_diff import EfficiencyChange, efficiency_change
 from .model import RankSummary, RankTables, RunSummary, StepSeries, Straggler, _rounded
 from .noise import NOISE, REAL, UNTESTED, Noise, judge
 from .ratios import percent
 
-DIFF_SCHEMA = "lightx2v.trace_summary.diff/1"
+DIFF_SCHEMA = "lightx2v.trace_summary.diff/2"  # 2: RankDiff.efficiency
 
 CHANGED_PCT = 0.5  # a per-step wall-time change smaller than this reads as "about the same" (one step a side)
 SAME_US = 0.0005 * 1000  # a time delta below half the report's last digit (0.001 ms) prints as 0.000: "same"
@@ -145,6 +146,7 @@ class RankDiff:
     ops: list[OpKernels]  # op groups, sorted by |delta GPU time per step|
     verdict: str
     step_noise: Optional[Noise] = None  # the step wall's per-step values judged
+    efficiency: Optional[EfficiencyChange] = None  # MFU and op classes' roofline share, before and after
 
 
 @dataclass
@@ -232,6 +234,7 @@ def compare_ranks(base: RankSummary, new: RankSummary) -> RankDiff:
         step_noise=step_noise,
     )
     diff.verdict = _verdict(step, step_noise, _verdict_deltas(diff), "per step")
+    diff.efficiency = efficiency_change(base.efficiency, new.efficiency)
     return diff
 
 

@@ -14,6 +14,7 @@ from .analyze import analyze_trace
 from .model import MemorySummary, RankSummary
 from .names import cut
 from .render import format_bytes, render_rank, snapshot_device, snapshot_holders
+from .render_efficiency import log_line as efficiency_log_line
 
 LOG_TOP = 3
 LOG_NAME_WIDTH = 60
@@ -21,8 +22,9 @@ SUMMARY_SUFFIX = ".summary.txt"
 
 
 def write_capture_summary(trace_path: str) -> list[str]:
-    """Summarize one freshly written trace; returns 3-6 lines (step, top kernels or CPU ops, report path), plus
-    one per device with memory events (its peak, a leak) and per memory snapshot (what holds its peak)."""
+    """Summarize one freshly written trace; returns 3-7 lines (step, top kernels or CPU ops, efficiency: MFU and
+    the top headroom or how to record shapes, report path), plus one per device with memory events (its peak, a
+    leak) and per memory snapshot (what holds its peak)."""
     summary = analyze_trace(trace_path)
     out_path = trace_path + SUMMARY_SUFFIX
     write_atomically(out_path, render_rank(summary) + "\n")
@@ -53,6 +55,8 @@ def log_lines(r: RankSummary, out_path: str) -> list[str]:
             lines.append(f"  {op.pct_of_cpu_self:5.1f}% {op.self_us / 1000:9.3f} ms x{op.calls:<5} "
                          f"{cut(op.name, LOG_NAME_WIDTH)}")
     lines += _memory_lines(r.memory)
+    if efficiency_log_line(r.efficiency):
+        lines.append(efficiency_log_line(r.efficiency))
     lines.append(f"summary: {out_path}")
     return lines
 

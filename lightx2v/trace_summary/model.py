@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-SCHEMA = "lightx2v.trace_summary/1"
+SCHEMA = "lightx2v.trace_summary/2"  # 2: RankSummary.efficiency
 
 
 @dataclass
@@ -290,6 +290,77 @@ class MemorySummary:
 
 
 @dataclass
+class PeakSpec:
+    """What the device can do (``peaks``): dense TFLOP/s per dtype and memory bandwidth, with the figures' source."""
+
+    device: str  # the trace's device name ("NVIDIA H200"), "" when it records none
+    gpu: str  # the peak table's row ("H200 SXM"), or "--peak" for an override
+    tflops: dict[str, float]  # dense peak by dtype: "fp8", "bf16" (= fp16), "tf32", "fp32" (the CUDA cores)
+    tbps: float  # memory bandwidth, TB/s
+    source: str
+
+
+@dataclass
+class OpEfficiency:
+    """One op and shape (its calls inside the steps, with the GPU work each launched) against the roofline."""
+
+    op: str  # "aten::addmm" (or op class in ``ClassEfficiency.op_class``)
+    op_class: str  # GEMM, attention, convolution, normalization, softmax, activation, elementwise, copy
+    shapes: str  # "[9216] x [4096, 3072] x [3072, 9216] bf16": its tensor inputs and their dtype
+    dtype: str  # the peak's dtype key
+    calls: int
+    kernels: list[str]  # short names of the GPU work it launched, most time first (CPU trace: empty)
+    time_us: float  # their summed GPU time (CPU trace: the op's own time)
+    flops: Optional[float]  # None: no shapes (or shapes the model does not fit)
+    bytes: Optional[float]
+    tflops_per_s: Optional[float]
+    tb_per_s: Optional[float]
+    intensity: Optional[float]  # FLOPs per byte
+    bound: str  # "compute" or "memory" (intensity vs the ridge point peak / bandwidth); "" without a peak
+    roofline_pct: Optional[float]  # achieved / the roof at its intensity (= ideal time / time); None without peak
+    headroom_us: Optional[float]  # per step: time it would save at the target share of its roofline
+
+
+@dataclass
+class ClassEfficiency:
+    op_class: str
+    dtype: str  # the dtype of most of its time (whose peak its roofline mostly is), "" without shapes
+    calls: int
+    time_us: float
+    flops: Optional[float]  # of its ops with a figure (None: none has one)
+    bytes: Optional[float]
+    tflops_per_s: Optional[float]
+    tb_per_s: Optional[float]
+    intensity: Optional[float]
+    bound: str
+    roofline_pct: Optional[float]  # the class's ideal time (sum over its ops) / its time
+    headroom_us: Optional[float]  # per step, the sum over its ops
+
+
+@dataclass
+class Efficiency:
+    """How far from the hardware limit (``efficiency``): per op class and op, the step's MFU, the headroom."""
+
+    shapes_recorded: bool  # the trace has Input Dims (record_shapes=True)
+    hint: str  # how to get what is missing ("" when nothing is)
+    peak: Optional[PeakSpec]  # None: unknown device and no --peak (FLOPs and rates still given)
+    target_pct: float  # the share of the roofline headroom is counted against (default 80)
+    steps: int
+    step_wall_us: float  # summed over the steps
+    gpu: bool  # times are GPU time (False: a CPU trace, the ops' own time)
+    modeled_us: float  # time of the ops with a model (inside the steps)
+    unmodeled_us: float  # GPU time (CPU: op time) of the rest: no model, no shapes, or launched outside any op
+    matrix_flops: float  # GEMM, convolution and attention FLOPs inside the steps
+    step_tflops_per_s: Optional[float]  # matrix_flops / step_wall_us
+    mfu_pct: Optional[float]  # the time the matrix FLOPs need at their dtype's peak / the steps' wall time
+    headline: str  # "GEMM: 15.383 ms at 73% of its roofline; at 80%, -1.32 ms per step"
+    classes: list[ClassEfficiency]  # most headroom first
+    ops: list[OpEfficiency]  # most headroom first (the --top first ones)
+    torch_flops_checked: int = 0  # ops with torch's own ``flops`` argument (with_flops=True), used instead
+    torch_flops_disagree: int = 0  # ... of which the model differs by more than 1%
+
+
+@dataclass
 class RankSummary:
     """Everything reported about one trace file (one rank / worker)."""
 
@@ -316,6 +387,7 @@ class RankSummary:
     tables: Optional[RankTables] = field(default=None, repr=False)  # everything, for --diff; not in --json
     memory: Optional[MemorySummary] = None  # profile_memory events and/or a memory snapshot; None without either
     launch_links: Optional[LaunchLinks] = None  # None without GPU activity
+    efficiency: Optional[Efficiency] = None  # None: no timed ops to measure
 
 
 @dataclass

@@ -18,6 +18,7 @@ from .model import IdleStats, MemorySummary, RankSummary, RunSummary, SkippedEve
 from .names import cut as _cut
 from .ranks import LOCKSTEP_SPREAD
 from .ratios import percent
+from .render_efficiency import efficiency_lines
 from .steps import IDLE_FLAG_RATIO, cause_times, idle_advice
 
 MAX_STEP_ROWS = 12
@@ -101,6 +102,7 @@ def render_rank(r: RankSummary) -> str:
     if r.idle is not None:
         lines += ["", _idle_line(r.idle)]
     lines += _memory_lines(r.memory)
+    lines += efficiency_lines(r.efficiency)
 
     if r.gpu is not None:
         g = r.gpu

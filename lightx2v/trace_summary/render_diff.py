@@ -68,6 +68,8 @@ def render_rank_diff(r: RankDiff, top: int = 10) -> str:
                          f"{_bytes(m.bytes_per_step.new):>12}")
     if r.step_noise is not None:
         lines.append(noise_line(r.step_noise, r.base_steps, r.new_steps))
+    if r.efficiency is not None and r.efficiency.line:
+        lines.append(f"  {r.efficiency.line}")
 
     changed_ops = [o for o in r.ops if o.status != SAME]
     lines += ["", f"Op groups (label / top-level op) whose GPU work changed: {len(changed_ops)} of {len(r.ops)}"]

@@ -7,17 +7,17 @@ from collections.abc import Callable
 from .analyze import analyze_trace
 from .discover import RunFiles, resolve
 from .errors import TraceError
-from .model import DamagedFile, RankSummary, RunSummary
+from .model import DamagedFile, PeakSpec, RankSummary, RunSummary
 from .ranks import rank_rows, straggler
 
 
-def summarize_paths(paths: list[str], top: int = 10) -> list[RunSummary]:
+def summarize_paths(paths: list[str], top: int = 10, peak: PeakSpec | None = None) -> list[RunSummary]:
     """Summaries for command-line PATHs (files, run directories, logdirs); raises TraceError on bad input."""
-    return [summarize_run(run, top) for run in resolve(paths)]
+    return [summarize_run(run, top, peak=peak) for run in resolve(paths)]
 
 
 def summarize_run(run: RunFiles, top: int = 10, on_read: Callable[[int], object] | None = None,
-                  keep_going: bool = False) -> RunSummary:
+                  keep_going: bool = False, peak: PeakSpec | None = None) -> RunSummary:
     """One run's summary; ``on_read`` gets the bytes read from disk as they are read (for a progress bar).
 
     A rank file that cannot be read raises TraceError; with ``keep_going`` it is listed in ``damaged_files``
@@ -27,7 +27,7 @@ def summarize_run(run: RunFiles, top: int = 10, on_read: Callable[[int], object]
     damaged: list[DamagedFile] = []
     for path in run.files:
         try:
-            ranks.append(analyze_trace(path, top, on_read))
+            ranks.append(analyze_trace(path, top, on_read, peak))
         except TraceError as exc:
             if not keep_going:
                 raise

@@ -1,0 +1,95 @@
+"""Benchmark: what the efficiency answers cost (issue 26's goal: the summary with them <= 1.15x without them).
+
+    python benchmarks/bench_efficiency.py                    # a 200 MB trace with shapes, 3 rounds
+    python benchmarks/bench_efficiency.py --size-mb 50 --repeat 2
+
+The trace is the H200 fixture with the shapes its model records (tests/helpers/shaped_h200.py), one
+ProfilerStep per copy, replicated to --size-mb with its timestamps, correlation and External ids shifted per
+copy (so the launch chain links every copy as it does the original), with_stack frames included. The same code
+summarizes it with the efficiency answers (shapes kept in the pass, FLOPs, roofline, headroom) and without
+(``analyze_trace(..., with_efficiency=False)``: no shapes kept, no answers), each run its own child process
+(bench_trace_summary.measure: wall time to exit, peak RSS), the two alternating --repeat times; the ratio is of
+the fastest runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from bench_trace_summary import measure
+
+from helpers.shaped_h200 import shaped_h200
+
+GOAL = 1.15
+ID_SHIFT = 10**7
+
+
+def replicate(src: Path, out: Path, size_mb: float) -> int:
+    """Write ``out`` (plain JSON) of at least ``size_mb`` MB from copies of ``src``'s events; returns the copies."""
+    with gzip.open(src, "rt", encoding="utf-8") as f:
+        doc = json.load(f)
+    events = doc.pop("traceEvents")
+    timed = [e for e in events if "ts" in e]
+    lo = min(e["ts"] for e in timed)
+    span = max(e["ts"] + e.get("dur", 0) for e in timed) - lo + 500.0
+    copies = 0
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(json.dumps(doc)[:-1] + ', "traceEvents": [\n')
+        first = True
+        while f.tell() < size_mb * 1e6:
+            for ev in timed:
+                e = dict(ev)
+                e["ts"] = ev["ts"] + copies * span
+                if e.get("name") == "ProfilerStep#4":
+                    e["name"] = f"ProfilerStep#{4 + copies}"
+                args = ev.get("args")
+                if isinstance(args, dict):
+                    e["args"] = a = dict(args)
+                    for key in ("correlation", "External id"):
+                        if isinstance(a.get(key), int):
+                            a[key] += copies * ID_SHIFT
+                    if isinstance(e.get("id"), int):
+                        e["id"] += copies * ID_SHIFT
+                f.write(("" if first else ",\n") + json.dumps(e))
+                first = False
+            copies += 1
+        f.write("\n]}\n")
+    return copies
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--size-mb", type=float, default=200)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        trace = work / "shaped.pt.trace.json"
+        copies = replicate(shaped_h200(work), trace, args.size_mb)
+        print(f"trace: {trace.stat().st_size / 1e6:.0f} MB, {copies} steps with shapes")
+        code = ("import sys; from lightx2v.trace_summary.analyze import analyze_trace; "
+                "r = analyze_trace(sys.argv[1], with_efficiency=sys.argv[2] == '1'); "
+                "print(r.efficiency.mfu_pct if r.efficiency else '-')")
+        runs: dict[str, list[dict]] = {"without": [], "with": []}
+        for _ in range(args.repeat):
+            for label, flag in (("without", "0"), ("with", "1")):
+                res = measure([sys.executable, "-c", code, str(trace), flag], work / f"{label}.out", 3600)
+                runs[label].append(res)
+                print(f"  {label:<8} {res['wall_s']:7.2f} s  peak RSS {res['rss_mb']:.0f} MB  "
+                      f"MFU {(work / f'{label}.out').read_text().strip()}", flush=True)
+        best = {k: min(r["wall_s"] for r in v) for k, v in runs.items()}
+        ratio = best["with"] / best["without"]
+        print(f"summary with efficiency / without: {ratio:.2f}x (fastest {best['with']:.2f} s vs "
+              f"{best['without']:.2f} s; goal <= {GOAL}x) -> {'ok' if ratio <= GOAL else 'OVER'}")
+        return 0 if ratio <= GOAL else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -12,10 +12,12 @@ Modules, one idea each, in the order data flows:
   module per question: ``launch`` and ``enclosing`` (the launch chain: GPU event -> runtime call -> enclosing
   ops), ``attribution`` (GPU time by launching op), ``steps`` (steps by launch, idle by cause), ``series``
   (per-step values), ``kernels``, ``cpu_ops`` over ``optree``, ``memory`` (``[memory]`` events) and
-  ``snapshot`` (the CUDA memory snapshot beside a trace), ``devices``, ``intervals`` (busy-time unions);
+  ``snapshot`` (the CUDA memory snapshot beside a trace), ``devices``, ``intervals`` (busy-time unions),
+  ``flops`` (FLOPs and bytes per op from its recorded shapes), ``peaks`` (what the GPU can do) and
+  ``efficiency`` (achieved rates against the roofline, the step's MFU);
 - a run: ``summarize`` (PATHs -> runs), ``ranks`` (straggler);
-- two runs: ``diff`` with ``noise`` (change or noise, from the steps' own spread);
-- output: ``model`` (dataclasses = the --json schema), ``render`` / ``render_diff`` (text), ``names`` and
+- two runs: ``diff`` with ``noise`` (change or noise, from the steps' own spread) and ``efficiency_diff``;
+- output: ``model`` (dataclasses = the --json schema), ``render`` / ``render_diff`` / ``render_efficiency`` (text), ``names`` and
   ``ratios`` (one rule each for names and shares), ``hook`` (the profiler's per-capture summary).
 
 Reads JSON only: importing this package never imports torch.

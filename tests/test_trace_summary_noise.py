@@ -61,22 +61,26 @@ def capture(tmp_path: Path, name: str, *flags: str) -> Path:
     return trace
 
 
+@pytest.mark.slow
 def test_a_doubled_matmul_is_named_as_the_cause_of_a_slower_step(tmp_path):
     """Wall times of two captures taken at different moments: another job's burst can slow one side's steps as
-    much as the change does, and then the honest answer is "no change beyond noise" with a large spread. So a
-    pair is captured again (at most 3 pairs) while the machine was too noisy to tell; NEW is never "faster"."""
-    for attempt in range(3):
+    much as the change does, and then the honest answer is "no change beyond noise" with a large spread, or even
+    "NEW is faster" when the burst covered all of BASE's steps (seen in CI with another test running beside this
+    one). The summary reports what was measured; so a pair is captured again (at most 5 pairs) until one was taken
+    on a quiet enough machine, and that pair must name the doubled matmul."""
+    verdicts = []
+    for attempt in range(5):
         # 8 steps a side: the rank test tolerates a few steps slowed by whatever else the machine runs
         base = capture(tmp_path / str(attempt), "base", "--active", "8")
         new = capture(tmp_path / str(attempt), "new", "--active", "8", "--double-matmul")
         (b,), (n,) = summarize_paths([str(base)]), summarize_paths([str(new)])
         assert len(b.ranks[0].steps) == len(n.ranks[0].steps) == 8
         d = compare_runs(b, n)
-        assert "faster" not in d.verdict, d.verdict
-        if d.ranks[0].step_noise.verdict == REAL:
+        verdicts.append(d.verdict)
+        if d.ranks[0].step_noise.verdict == REAL and "slower per step" in d.verdict:
             break
-        assert d.verdict.startswith("no change beyond noise"), d.verdict
-    assert d.verdict.startswith("NEW is ") and "slower per step" in d.verdict and "beyond noise" in d.verdict
+    assert d.verdict.startswith("NEW is ") and "slower per step" in d.verdict and "beyond noise" in d.verdict, \
+        verdicts
     first_named = d.verdict.split("); ", 1)[1]
     assert first_named.startswith("aten::mm +"), d.verdict
     mm = next(c for c in d.ranks[0].cpu_ops if c.name == "aten::mm")

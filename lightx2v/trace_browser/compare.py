@@ -13,7 +13,6 @@ newest older folder beside it with the same label.
 
 from __future__ import annotations
 
-import html
 import posixpath
 import re
 import urllib.parse
@@ -21,17 +20,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lightx2v.trace_browser.files import Trace
-from lightx2v.trace_browser.overview import BUSY, CPU, IDLE, WARN, bar
 from lightx2v.trace_files import is_json_trace_name
 from lightx2v.trace_summary.diff import ADDED, REMOVED, Delta, RankDiff, RunDiff, pair_label
 from lightx2v.trace_summary.model import RankSummary, RunSummary
 from lightx2v.trace_summary.render import format_ms
 
+from .html_page import BUSY, CPU, FASTER, IDLE, NONE, SLOWER, bar, count, escape, ms, name_cell, num_cell, page, table
+
 ROUTE = "/compare"
 TOP = 15  # rows of each change table
 MAX_PAIRED_STEPS = 32  # paired step bars per rank pair; longer captures show the first ones and say so
 BAR_WIDTH = 260
-FASTER, SLOWER = "#2e8b57", WARN
 
 # `<time>_<label>[_N | _job<pid>]`: the profiler's run-folder names (see lightx2v/utils/torch_trace_profiler.py)
 _RUN_NAME = re.compile(r"^(?P<stamp>\d{8}(?:-\d{6})?)_(?P<label>.+?)(?:_(?P<n>\d+)|_job\d+)?$")
@@ -100,34 +99,22 @@ def previous_link(trace: Trace, previous: dict[str, str]) -> str:
         return ""
     label = run_label(folder) or ""
     href = compare_url(previous[folder] + "/", folder + "/")
-    return (f' <a class=compare-previous href="{_e(href)}" target=_blank '
-            f'title="{_e(previous[folder])}/ → {_e(folder)}/">Compare with previous {_e(label)}</a>')
+    return (f' <a class=compare-previous href="{escape(href)}" target=_blank '
+            f'title="{escape(previous[folder])}/ → {escape(folder)}/">Compare with previous {escape(label)}</a>')
 
 
 # --- pages ------------------------------------------------------------------------------------------------------
 
-def _e(value) -> str:
-    return html.escape(str(value))
-
-
-def _ms(us: float | None) -> str:
-    return format_ms(us, "–")
-
-
 def _signed_ms(us: float | None) -> str:
-    return "–" if us is None else ("+" if us > 0 else "") + format_ms(us)
+    return NONE if us is None else ("+" if us > 0 else "") + format_ms(us)
 
 
 def _signed_pct(pct: float | None) -> str:
-    return "–" if pct is None else f"{pct:+.1f}%"
-
-
-def _count(value: float | None) -> str:
-    return "–" if value is None else (f"{value:,.0f}" if abs(value - round(value)) < 1e-9 else f"{value:,.2f}")
+    return NONE if pct is None else f"{pct:+.1f}%"
 
 
 def _signed_count(value: float | None) -> str:
-    return "–" if value is None else ("+" if value > 0 else "") + _count(value)
+    return NONE if value is None else ("+" if value > 0 else "") + count(value)
 
 
 def _change(d: Delta) -> float | None:
@@ -137,10 +124,9 @@ def _change(d: Delta) -> float | None:
     return (d.new or 0.0) - (d.base or 0.0)
 
 
-def _num_class(delta: float | None) -> str:
-    """A figure cell's class attribute: ``num``, with ``slower`` or ``faster`` by the sign of its change (one
-    attribute: a browser reads only the first of two)."""
-    return " class=num" if not delta else (' class="num slower"' if delta > 0 else ' class="num faster"')
+def _change_class(delta: float | None) -> str:
+    """What a figure cell's class adds by the sign of its change: ``slower``, ``faster``, or nothing."""
+    return "" if not delta else ("slower" if delta > 0 else "faster")
 
 
 def delta_bar(delta: float | None, scale: float, label: str, width: int = 120) -> str:
@@ -152,37 +138,30 @@ def delta_bar(delta: float | None, scale: float, label: str, width: int = 120) -
         x = half if delta > 0 else half - w
         rects.append(f'<rect x="{x:.1f}" width="{w:.1f}" height="12" fill="{SLOWER if delta > 0 else FASTER}"/>')
     return (f'<svg class=delta width="{width}" height="12" viewBox="0 0 {width} 12" role="img" '
-            f'aria-label="{_e(label)}">{"".join(rects)}</svg>')
-
-
-def _table(head: list[str], rows: list[str], cls: str, empty: str) -> str:
-    if not rows:
-        return f"<p class=none>{_e(empty)}</p>"
-    header = "".join(f"<th>{_e(h)}</th>" for h in head)
-    return f"<table class={cls}><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            f'aria-label="{escape(label)}">{"".join(rects)}</svg>')
 
 
 def _side_link(side_path: str, overview_url) -> str:
-    return f'<a href="{_e(overview_url(side_path))}">{_e(side_path or "./")}</a>'
+    return f'<a href="{escape(overview_url(side_path))}">{escape(side_path or "./")}</a>'
 
 
 def render_compare(diff: RunDiff, base: RunSummary, new: RunSummary, *, base_path: str, new_path: str,
                    overview_url, back_url: str = "/") -> str:
     """The page; ``base_path``/``new_path``: the sides as the URL names them, ``overview_url(path)``: their pages."""
     swap = compare_url(new_path, base_path)
-    parts = [f'<p class=nav><a href="{_e(back_url)}">← all traces</a> · <a class=choose href="{ROUTE}">choose '
-             f'other captures</a> · <a class=swap href="{_e(swap)}">swap BASE and NEW</a></p>',
-             f"<h1>Compare {_e(diff.base.label)} → {_e(diff.new.label)}</h1>",
-             f"<p class=verdict id=verdict>{_e(diff.verdict)}</p>",
+    parts = [f'<p class=nav><a href="{escape(back_url)}">← all traces</a> · <a class=choose href="{ROUTE}">choose '
+             f'other captures</a> · <a class=swap href="{escape(swap)}">swap BASE and NEW</a></p>',
+             f"<h1>Compare {escape(diff.base.label)} → {escape(diff.new.label)}</h1>",
+             f"<p class=verdict id=verdict>{escape(diff.verdict)}</p>",
              "<table class=sides><tbody>"
              f"<tr><th>BASE</th><td>{_side_link(base_path, overview_url)}</td>"
-             f"<td>{_e(_side_text(diff.base))}</td></tr>"
+             f"<td>{escape(_side_text(diff.base))}</td></tr>"
              f"<tr><th>NEW</th><td>{_side_link(new_path, overview_url)}</td>"
-             f"<td>{_e(_side_text(diff.new))}</td></tr></tbody></table>"]
-    parts += [f"<p class=note>{_e(note)}</p>" for note in diff.notes]
+             f"<td>{escape(_side_text(diff.new))}</td></tr></tbody></table>"]
+    parts += [f"<p class=note>{escape(note)}</p>" for note in diff.notes]
     for side, names in (("BASE", diff.unmatched_base), ("NEW", diff.unmatched_new)):
         if names:
-            parts.append(f"<p class=note>{side} only, not compared: {_e(', '.join(names))}</p>")
+            parts.append(f"<p class=note>{side} only, not compared: {escape(', '.join(names))}</p>")
     if len(diff.ranks) > 1 or len(base.ranks) > 1 or len(new.ranks) > 1:
         parts.append(_ranks_section(diff))
     base_by_file = {r.file: r for r in base.ranks}  # one trace file is one rank: its summary, for the step bars
@@ -190,13 +169,13 @@ def render_compare(diff: RunDiff, base: RunSummary, new: RunSummary, *, base_pat
     for rd in diff.ranks:
         parts.append(_rank_pair(rd, base_by_file.get(rd.base_file), new_by_file.get(rd.new_file),
                                 len(diff.ranks) > 1))
-    return _PAGE.format(title=_e(f"{diff.base.label} → {diff.new.label}"), body="\n".join(parts))
+    return page(f"{diff.base.label} → {diff.new.label} · Compare", "\n".join(parts), css=COMPARE_STYLE)
 
 
 def _side_text(side) -> str:
     ranks = f"{side.ranks} rank{'s' if side.ranks != 1 else ''}"
     straggler = f", straggler {side.straggler}" if side.straggler else ""
-    return f"{ranks}, step {_ms(side.step_wall_us)} ms{straggler}"
+    return f"{ranks}, step {ms(side.step_wall_us)} ms{straggler}"
 
 
 def _ranks_section(diff: RunDiff) -> str:
@@ -206,15 +185,15 @@ def _ranks_section(diff: RunDiff) -> str:
     for r in diff.ranks:
         d = r.step_wall_us
         rows.append(
-            f"<tr><td>{_e(_rank_cell(r))}</td><td>{_e(r.base_worker)}</td>"
-            f"<td>{_e(r.new_worker)}</td><td class=num>{_ms(d.base)}</td><td class=num>{_ms(d.new)}</td>"
+            f"<tr><td>{escape(_rank_cell(r))}</td><td>{escape(r.base_worker)}</td>"
+            f"<td>{escape(r.new_worker)}</td>{num_cell(ms(d.base))}{num_cell(ms(d.new))}"
             f"<td class=pair>{_pair_bars(d, longest)}</td>"
-            f"<td{_num_class(d.delta)}>{_signed_ms(d.delta)}</td>"
-            f"<td{_num_class(d.delta)}>{_signed_pct(d.delta_pct)}</td></tr>")
-    stragglers = "".join(f"<p class=straggler-line>{side} straggler: <strong>{_e(s.straggler)}</strong></p>"
+            f"{num_cell(_signed_ms(d.delta), _change_class(d.delta))}"
+            f"{num_cell(_signed_pct(d.delta_pct), _change_class(d.delta))}</tr>")
+    stragglers = "".join(f"<p class=straggler-line>{side} straggler: <strong>{escape(s.straggler)}</strong></p>"
                          for side, s in (("BASE", diff.base), ("NEW", diff.new)) if s.straggler)
-    return (f"<section id=ranks><h2>Ranks, paired {_e(diff.pairing)} (mean step wall)</h2>"
-            + _table(["rank", "BASE worker", "NEW worker", "BASE ms", "NEW ms", "BASE over NEW", "Δ ms", "Δ %"],
+    return (f"<section id=ranks><h2>Ranks, paired {escape(diff.pairing)} (mean step wall)</h2>"
+            + table(["rank", "BASE worker", "NEW worker", "BASE ms", "NEW ms", "BASE over NEW", "Δ ms", "Δ %"],
                      rows, "ranks", "no rank pairs") + stragglers + "</section>")
 
 
@@ -226,18 +205,18 @@ def _rank_cell(r: RankDiff) -> str:
 
 
 def _pair_bars(d: Delta, scale: float) -> str:
-    return (bar([(d.base or 0.0, IDLE)], scale, f"BASE {_ms(d.base)} ms", BAR_WIDTH // 2) + "<br>"
-            + bar([(d.new or 0.0, BUSY)], scale, f"NEW {_ms(d.new)} ms", BAR_WIDTH // 2))
+    return (bar([(d.base or 0.0, IDLE)], scale, f"BASE {ms(d.base)} ms", BAR_WIDTH // 2) + "<br>"
+            + bar([(d.new or 0.0, BUSY)], scale, f"NEW {ms(d.new)} ms", BAR_WIDTH // 2))
 
 
 def _rank_pair(rd: RankDiff, base: RankSummary | None, new: RankSummary | None, several: bool) -> str:
     h3 = "h3"
-    out = [f"<section class=rank-pair id=\"pair-{_e(rd.rank if rd.rank is not None else rd.base_worker)}\">"]
+    out = [f"<section class=rank-pair id=\"pair-{escape(rd.rank if rd.rank is not None else rd.base_worker)}\">"]
     if several:  # one pair: the page's heading and verdict are this pair's
         label = pair_label(rd) if rd.rank is not None or rd.base_rank != rd.new_rank else "rank ?"
         who = f"{label[:1].upper()}{label[1:]}: "
-        out.append(f"<h2>{_e(who)}{_e(rd.base_worker)} → {_e(rd.new_worker)}</h2>")
-        out.append(f"<p class=verdict>{_e(rd.verdict)}</p>")
+        out.append(f"<h2>{escape(who)}{escape(rd.base_worker)} → {escape(rd.new_worker)}</h2>")
+        out.append(f"<p class=verdict>{escape(rd.verdict)}</p>")
     out.append(_figures(rd))
     if base is not None and new is not None:
         out.append(f"<{h3}>Steps, BASE over NEW</{h3}>" + _paired_steps(base, new))
@@ -259,43 +238,43 @@ def _rank_pair(rd: RankDiff, base: RankSummary | None, new: RankSummary | None, 
 def _figures(rd: RankDiff) -> str:
     rows = []
     for name, d, fmt, signed in (
-            ("steps", Delta(rd.base_steps, rd.new_steps, rd.new_steps - rd.base_steps, None), _count, _signed_count),
-            ("step wall ms", rd.step_wall_us, _ms, _signed_ms),
-            ("GPU busy ms", rd.gpu_busy_us, _ms, _signed_ms),
-            ("GPU idle ms", rd.gpu_idle_us, _ms, _signed_ms),
-            ("kernel calls", rd.kernel_calls_per_step, _count, _signed_count),
-            ("kernel time ms", rd.kernel_time_per_step_us, _ms, _signed_ms),
-            ("CPU self ms", rd.cpu_self_per_step_us, _ms, _signed_ms)):
-        cls = _num_class(d.delta) if name != "steps" else " class=num"
-        rows.append(f"<tr><th>{_e(name)}</th><td class=num>{fmt(d.base)}</td><td class=num>{fmt(d.new)}</td>"
-                    f"<td{cls}>{signed(d.delta)}</td><td{cls}>{_signed_pct(d.delta_pct)}</td></tr>")
-    return _table(["per step (mean)", "BASE", "NEW", "Δ", "Δ %"], rows, "figures", "")
+            ("steps", Delta(rd.base_steps, rd.new_steps, rd.new_steps - rd.base_steps, None), count, _signed_count),
+            ("step wall ms", rd.step_wall_us, ms, _signed_ms),
+            ("GPU busy ms", rd.gpu_busy_us, ms, _signed_ms),
+            ("GPU idle ms", rd.gpu_idle_us, ms, _signed_ms),
+            ("kernel calls", rd.kernel_calls_per_step, count, _signed_count),
+            ("kernel time ms", rd.kernel_time_per_step_us, ms, _signed_ms),
+            ("CPU self ms", rd.cpu_self_per_step_us, ms, _signed_ms)):
+        change = _change_class(d.delta) if name != "steps" else ""
+        rows.append(f"<tr><th>{escape(name)}</th>{num_cell(fmt(d.base))}{num_cell(fmt(d.new))}"
+                    f"{num_cell(signed(d.delta), change)}{num_cell(_signed_pct(d.delta_pct), change)}</tr>")
+    return table(["per step (mean)", "BASE", "NEW", "Δ", "Δ %"], rows, "figures", "")
 
 
 def _paired_steps(base: RankSummary, new: RankSummary) -> str:
-    count = max(len(base.steps), len(new.steps))
-    shown = min(count, MAX_PAIRED_STEPS)
+    steps_in_all = max(len(base.steps), len(new.steps))
+    shown = min(steps_in_all, MAX_PAIRED_STEPS)
     longest = max([s.wall_us for s in base.steps] + [s.wall_us for s in new.steps] + [0.0])
     rows = []
     for i in range(shown):
         cells = []
         for side, steps in (("BASE", base.steps), ("NEW", new.steps)):
             if i >= len(steps):
-                cells.append(f"<td class=side>{side}</td><td>–</td><td class=num>–</td><td></td>")
+                cells.append(f"<td class=side>{side}</td><td>–</td>{num_cell(NONE)}<td></td>")
                 continue
             s = steps[i]
             if s.gpu_busy_us is not None:
                 parts = [(s.gpu_busy_us, BUSY), (max(0.0, s.wall_us - s.gpu_busy_us), IDLE)]
             else:
                 parts = [(s.wall_us, CPU)]
-            cells.append(f"<td class=side>{side}</td><td>{_e(s.name)}</td><td class=num>{_ms(s.wall_us)}</td>"
-                         f"<td>{bar(parts, longest, f'{side} {s.name}: {_ms(s.wall_us)} ms', BAR_WIDTH)}</td>")
+            cells.append(f"<td class=side>{side}</td><td>{escape(s.name)}</td>{num_cell(ms(s.wall_us))}"
+                         f"<td>{bar(parts, longest, f'{side} {s.name}: {ms(s.wall_us)} ms', BAR_WIDTH)}</td>")
         rows.append(f"<tr class=base-step>{cells[0]}</tr><tr class=new-step>{cells[1]}</tr>")
-    more = (f"<p class=meta>first {shown} of {count} steps shown; the figures above are means over all.</p>"
-            if shown < count else "")
+    more = (f"<p class=meta>first {shown} of {steps_in_all} steps shown; the figures above are means over all.</p>"
+            if shown < steps_in_all else "")
     legend = (f"<p class=legend><span style='color:{BUSY}'>■</span> GPU busy <span style='color:{IDLE}'>■</span> "
               f"GPU idle <span style='color:{CPU}'>■</span> CPU step (no GPU work recorded); one scale for both</p>")
-    return legend + _table(["", "step", "wall ms", ""], rows, "paired-steps", "no steps") + more
+    return legend + table(["", "step", "wall ms", ""], rows, "paired-steps", "no steps") + more
 
 
 def _scale(deltas) -> float:
@@ -305,11 +284,11 @@ def _scale(deltas) -> float:
 def _change_cells(calls: Delta, time: Delta, scale: float) -> str:
     """The cells every change row shares: calls and ms of both sides, the bar from the middle, Δ ms and Δ %."""
     change = _change(time)
-    return (f"<td class=num>{_count(calls.base)}</td><td class=num>{_count(calls.new)}</td>"
-            f"<td class=num>{_ms(time.base)}</td><td class=num>{_ms(time.new)}</td>"
+    return (f"{num_cell(count(calls.base))}{num_cell(count(calls.new))}"
+            f"{num_cell(ms(time.base))}{num_cell(ms(time.new))}"
             f"<td>{delta_bar(change, scale, f'{_signed_ms(change)} ms')}</td>"
-            f"<td{_num_class(change)}>{_signed_ms(change)}</td>"
-            f"<td{_num_class(change)}>{_signed_pct(time.delta_pct)}</td>")
+            f"{num_cell(_signed_ms(change), _change_class(change))}"
+            f"{num_cell(_signed_pct(time.delta_pct), _change_class(change))}")
 
 
 def _ops(rd: RankDiff) -> str:
@@ -319,17 +298,17 @@ def _ops(rd: RankDiff) -> str:
     for o in ops:
         name = " / ".join(x for x in (o.label, o.op) if x) or "(no launching op)"
         kernels = "".join(
-            f"<div class=removed>− {_e(k)}</div>" for k in o.kernels_removed) + "".join(
-            f"<div class=added>+ {_e(k)}</div>" for k in o.kernels_added)
+            f"<div class=removed>− {escape(k)}</div>" for k in o.kernels_removed) + "".join(
+            f"<div class=added>+ {escape(k)}</div>" for k in o.kernels_added)
         lowering = ""
         if o.launchers_base != o.launchers_new:
-            lowering = (f"<div class=meta>launched by {_e(', '.join(o.launchers_base) or '–')} → "
-                        f"{_e(', '.join(o.launchers_new) or '–')}</div>")
+            lowering = (f"<div class=meta>launched by {escape(', '.join(o.launchers_base) or '–')} → "
+                        f"{escape(', '.join(o.launchers_new) or '–')}</div>")
         rows.append(
-            f"<tr><td class=name>{_e(name)}{lowering}</td><td>{_e(o.status)}</td>"
+            f"<tr><td class=name>{escape(name)}{lowering}</td><td>{escape(o.status)}</td>"
             f"{_change_cells(o.kernel_calls_per_step, o.gpu_time_per_step_us, scale)}"
             f"<td class=kernels>{kernels}</td></tr>")
-    return _table(["label / op", "status", "kernels BASE", "NEW", "GPU ms BASE", "NEW", "", "Δ ms", "Δ %",
+    return table(["label / op", "status", "kernels BASE", "NEW", "GPU ms BASE", "NEW", "", "Δ ms", "Δ %",
                    "kernels changed"], rows, "ops", "No GPU work attributed to ops on either side.")
 
 
@@ -338,12 +317,12 @@ def _added_removed(rd: RankDiff) -> str:
     for k in [k for k in rd.kernels if k.status in (ADDED, REMOVED)][:2 * TOP]:
         mark = "+" if k.status == ADDED else "−"
         t, c = k.time_per_step_us, k.calls_per_step
-        rows.append(f"<tr class={_e(k.status)}><td>{mark} {_e(k.status)}</td>"
-                    f"<td class=name title=\"{_e(k.name)}\">{_e(k.short_name)}</td>"
-                    f"<td class=num>{_count(c.new if k.status == ADDED else c.base)}</td>"
-                    f"<td class=num>{_ms(t.new if k.status == ADDED else t.base)}</td>"
-                    f"<td>{_e(', '.join(k.ops))}</td></tr>")
-    return _table(["", "kernel", "calls", "ms", "launched under"], rows, "added-removed",
+        rows.append(f"<tr class={escape(k.status)}><td>{mark} {escape(k.status)}</td>"
+                    f"{name_cell(k.short_name, k.name)}"
+                    f"{num_cell(count(c.new if k.status == ADDED else c.base))}"
+                    f"{num_cell(ms(t.new if k.status == ADDED else t.base))}"
+                    f"<td>{escape(', '.join(k.ops))}</td></tr>")
+    return table(["", "kernel", "calls", "ms", "launched under"], rows, "added-removed",
                   "None: both sides launch the same kernels.")
 
 
@@ -353,9 +332,9 @@ def _kernels(rd: RankDiff) -> str:
     rows = []
     for k in kernels:
         rows.append(
-            f"<tr><td class=name title=\"{_e(k.name)}\">{_e(k.short_name)}</td><td>{_e(k.status)}</td>"
+            f"<tr>{name_cell(k.short_name, k.name)}<td>{escape(k.status)}</td>"
             f"{_change_cells(k.calls_per_step, k.time_per_step_us, scale)}</tr>")
-    return _table(["kernel", "status", "calls BASE", "NEW", "ms BASE", "NEW", "", "Δ ms", "Δ %"], rows, "kernels",
+    return table(["kernel", "status", "calls BASE", "NEW", "ms BASE", "NEW", "", "Δ ms", "Δ %"], rows, "kernels",
                   "No kernels on either side.")
 
 
@@ -364,10 +343,10 @@ def _memory(rd: RankDiff) -> str:
     for m in rd.memory:
         t, c = m.time_per_step_us, m.calls_per_step
         change = _change(t)
-        rows.append(f"<tr><td>{_e(m.kind)}</td><td class=num>{_count(c.base)}</td><td class=num>{_count(c.new)}</td>"
-                    f"<td class=num>{_ms(t.base)}</td><td class=num>{_ms(t.new)}</td>"
-                    f"<td{_num_class(change)}>{_signed_ms(change)}</td></tr>")
-    return _table(["kind", "calls BASE", "NEW", "ms BASE", "NEW", "Δ ms"], rows, "memory", "None on either side.")
+        rows.append(f"<tr><td>{escape(m.kind)}</td>{num_cell(count(c.base))}{num_cell(count(c.new))}"
+                    f"{num_cell(ms(t.base))}{num_cell(ms(t.new))}"
+                    f"{num_cell(_signed_ms(change), _change_class(change))}</tr>")
+    return table(["kind", "calls BASE", "NEW", "ms BASE", "NEW", "Δ ms"], rows, "memory", "None on either side.")
 
 
 def _cpu_ops(rd: RankDiff) -> str:
@@ -375,9 +354,9 @@ def _cpu_ops(rd: RankDiff) -> str:
     scale = _scale(_change(o.self_per_step_us) for o in ops)
     rows = []
     for o in ops:
-        rows.append(f"<tr><td class=name>{_e(o.name)}</td><td>{_e(o.status)}</td>"
+        rows.append(f"<tr>{name_cell(o.name)}<td>{escape(o.status)}</td>"
                     f"{_change_cells(o.calls_per_step, o.self_per_step_us, scale)}</tr>")
-    return _table(["op", "status", "calls BASE", "NEW", "self ms BASE", "NEW", "", "Δ ms", "Δ %"], rows, "cpu-ops",
+    return table(["op", "status", "calls BASE", "NEW", "self ms BASE", "NEW", "", "Δ ms", "Δ %"], rows, "cpu-ops",
                   "No CPU ops on either side.")
 
 
@@ -390,40 +369,31 @@ def render_chooser(sides: Sequence[Side], *, base: str = "", new: str = "", mess
         base = new = sides[0].path
 
     def select(name: str, chosen: str) -> str:
-        options = "".join(f"<option value=\"{_e(s.path)}\"{' selected' if s.path == chosen else ''}>{_e(s.title)}"
-                          "</option>" for s in sides)
+        options = "".join(f"<option value=\"{escape(s.path)}\"{' selected' if s.path == chosen else ''}>"
+                          f"{escape(s.title)}</option>" for s in sides)
         return f"<select name={name} id={name}>{options}</select>"
 
     form = ("<p class=none>No JSON traces under the root yet.</p>" if not sides else
             f'<form method=get action="{ROUTE}"><p><label for=base>BASE</label> {select("base", base)}</p>'
             f'<p><label for=new>NEW</label> {select("new", new)}</p><p><button type=submit>Compare</button></p>'
             "</form>")
-    error = f"<p class=error>{_e(message)}</p>" if message else ""
-    body = (f'<p class=nav><a href="{_e(back_url)}">← all traces</a></p><h1>Compare two captures</h1>{error}'
+    error = f"<p class=error>{escape(message)}</p>" if message else ""
+    body = (f'<p class=nav><a href="{escape(back_url)}">← all traces</a></p><h1>Compare two captures</h1>{error}'
             "<p>Each side is a run folder (all its ranks, compared rank to rank) or one trace file. Figures are per "
             "profiled step, so captures with different <code>active</code> counts compare fairly. The terminal "
             "gives the same: <code>python -m lightx2v.trace_summary --diff BASE NEW</code>.</p>" + form)
-    return _PAGE.format(title="Compare", body=body)
+    return page("Compare · Compare", body, css=COMPARE_STYLE)
 
 
-_PAGE = """<!doctype html>
-<html lang=en><head><meta charset=utf-8><title>{title} · Compare · LightX2V</title>
-<style>
-body {{ font: 14px system-ui, sans-serif; margin: 1.5em 2em; color: #222; }}
-h1 {{ font-size: 1.4em; }} h2 {{ font-size: 1.2em; margin-top: 2em; }} h3 {{ font-size: 1.05em; margin: 1.4em 0 .4em; }}
-table {{ border-collapse: collapse; margin: .6em 0; }}
-td, th {{ padding: .2em .7em; border-bottom: 1px solid #e3e3e3; text-align: left; vertical-align: top; }}
-td.num {{ text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }}
-td.name, td.kernels {{ font-family: monospace; max-width: 48em; overflow-wrap: anywhere; }}
-.verdict {{ font-size: 1.1em; font-weight: 600; }} #verdict {{ font-size: 1.25em; }}
-.meta, .legend, .none {{ color: #555; }} .note {{ color: #8a5a00; }}
-.faster, .added {{ color: {faster}; }} .slower, .removed, .error {{ color: {slower}; }}
-tr.new-step td {{ border-bottom: 1px solid #bbb; }} tr.base-step td {{ border-bottom: none; }}
-td.side {{ color: #555; font-size: .85em; }}
-svg.bar, svg.delta {{ vertical-align: middle; background: #f4f4f4; }}
-select {{ font: inherit; max-width: 60em; }}
-</style></head>
-<body>
-{body}
-</body></html>
-""".replace("{faster}", FASTER).replace("{slower}", SLOWER)
+# The Compare page's own rules, after the base's (html_page.STYLE)
+COMPARE_STYLE = """
+td.name, td.kernels { max-width: 48em; } td.kernels { font-family: monospace; overflow-wrap: anywhere; }
+.verdict { font-size: 1.1em; font-weight: 600; } #verdict { font-size: 1.25em; }
+.none { color: #555; } .note { color: #8a5a00; }
+.faster, .added { color: """ + FASTER + """; }
+.slower, .removed { color: """ + SLOWER + """; }
+tr.new-step td { border-bottom: 1px solid #bbb; } tr.base-step td { border-bottom: none; }
+td.side { color: #555; font-size: .85em; }
+svg.delta { vertical-align: middle; background: #f4f4f4; }
+select { font: inherit; max-width: 60em; }
+"""

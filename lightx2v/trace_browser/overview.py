@@ -9,64 +9,30 @@ peak, and, for several ranks, the rank comparison and the straggler.
 
 from __future__ import annotations
 
-import html
-from collections.abc import Iterable
-
 from lightx2v.trace_summary import memory as memory_answers
 from lightx2v.trace_summary.analyze import IDLE_FLAG_RATIO
 from lightx2v.trace_summary.devices import unlisted
 from lightx2v.trace_summary.model import DeviceMemory, IdleStats, MemorySummary, RankSummary, RunSummary
-from lightx2v.trace_summary.render import format_bytes, format_ms, format_pct, format_signed_bytes
+from lightx2v.trace_summary.render import format_bytes, format_signed_bytes
 from lightx2v.trace_summary.steps import cause_times, idle_advice
 
+from .html_page import BAR_WIDTH, BUSY, CPU, IDLE, WARN, bar, escape, ms, name_cell, num_cell, page, pct, table
 from .roofline import ROOFLINE_STYLE, roofline_section
 
-BAR_WIDTH = 220
 CURVE_WIDTH, CURVE_HEIGHT = 3 * BAR_WIDTH, 120  # the memory curve, in the bars' style
 MAX_STEPS = 64  # rows of the step table; longer captures show the first and last ones
-
-BUSY, IDLE, CPU, WARN = "#3b6fb6", "#d6dde8", "#4f9a6a", "#c0392b"
-
-
-def _e(value) -> str:
-    return html.escape(str(value))
-
-
-def _ms(us: float | None) -> str:
-    return format_ms(us, "–")
-
-
-def _pct(value: float | None) -> str:
-    return format_pct(value, "–")
-
-
-def bar(parts: Iterable[tuple[float, str]], scale: float, label: str, width: int = BAR_WIDTH) -> str:
-    """An inline SVG bar of stacked (value, colour) parts, `scale` being the value of the full width."""
-    x, rects = 0.0, []
-    for value, colour in parts:
-        w = 0.0 if scale <= 0 else max(0.0, min(width - x, width * value / scale))
-        if w > 0:
-            rects.append(f'<rect x="{x:.1f}" width="{w:.1f}" height="12" fill="{colour}"/>')
-        x += w
-    return (f'<svg class=bar width="{width}" height="12" viewBox="0 0 {width} 12" role="img" '
-            f'aria-label="{_e(label)}">{"".join(rects)}</svg>')
-
-
-def _table(head: list[str], rows: list[str], cls: str) -> str:
-    header = "".join(f"<th>{_e(h)}</th>" for h in head)
-    return f"<table class={cls}><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
 def render_overview(run: RunSummary, *, timeline_url=None, back_url: str = "/") -> str:
     """The page for `run` (one file, or several ranks); `timeline_url(file)` links each rank to its timeline."""
-    parts = [f'<p class=nav><a href="{_e(back_url)}">← all traces</a></p>']
+    parts = [f'<p class=nav><a href="{escape(back_url)}">← all traces</a></p>']
     if len(run.ranks) > 1:
-        parts.append(f"<h1>Run {_e(run.label)}: {len(run.ranks)} ranks</h1><p class=path>{_e(run.path)}</p>")
+        parts.append(f"<h1>Run {escape(run.label)}: {len(run.ranks)} ranks</h1><p class=path>{escape(run.path)}</p>")
         parts.append(_ranks_section(run))
     for rank in run.ranks:
         parts.append(_rank_section(rank, timeline_url(rank.file) if timeline_url else None, len(run.ranks) > 1))
     title = run.label if len(run.ranks) > 1 else run.ranks[0].worker
-    return _PAGE.format(title=_e(title), body="\n".join(parts))
+    return page(f"{title} · Overview", "\n".join(parts), css=OVERVIEW_STYLE)
 
 
 def _ranks_section(run: RunSummary) -> str:
@@ -79,23 +45,23 @@ def _ranks_section(run: RunSummary) -> str:
         busy = row.gpu_busy_us or 0.0
         parts = [(busy, BUSY), (max(0.0, row.step_wall_us - busy), IDLE if row.gpu_busy_us is not None else CPU)]
         body.append(
-            f"<tr{' class=straggler' if is_straggler else ''}><td>{_e('–' if row.rank is None else row.rank)}</td>"
-            f"<td>{_e(row.worker)}</td><td class=num>{row.steps}</td><td class=num>{_ms(row.step_wall_us)}</td>"
-            f"<td>{bar(parts, longest, f'step {_ms(row.step_wall_us)} ms')}</td>"
-            f"<td class=num>{_ms(row.gpu_busy_us)}</td><td class=num>{_pct(row.gpu_busy_pct)}</td>"
-            f"<td class=num>{_ms(row.gpu_comm_us)}</td></tr>")
+            f"<tr{' class=straggler' if is_straggler else ''}><td>{escape('–' if row.rank is None else row.rank)}</td>"
+            f"<td>{escape(row.worker)}</td>{num_cell(row.steps)}{num_cell(ms(row.step_wall_us))}"
+            f"<td>{bar(parts, longest, f'step {ms(row.step_wall_us)} ms')}</td>"
+            f"{num_cell(ms(row.gpu_busy_us))}{num_cell(pct(row.gpu_busy_pct))}"
+            f"{num_cell(ms(row.gpu_comm_us))}</tr>")
     out = ["<section id=ranks><h2>Ranks compared (mean per step)</h2>",
-           _table(["rank", "worker", "steps", "step ms", "", "GPU busy ms", "busy %", "comm ms"], body, "ranks")]
+           table(["rank", "worker", "steps", "step ms", "", "GPU busy ms", "busy %", "comm ms"], body, "ranks")]
     if s is not None:
         who = f"rank {s.rank} ({s.worker})" if s.rank is not None else s.worker
         if s.criterion == "step_wall":
-            why = (f"step {_ms(s.step_wall_us)} ms, {s.slower_than_fastest_pct:+.1f}% vs the fastest rank "
+            why = (f"step {ms(s.step_wall_us)} ms, {s.slower_than_fastest_pct:+.1f}% vs the fastest rank "
                    f"(spread {s.spread_pct:.1f}%)")
         else:
             why = (f"step times are in lock-step (spread {s.spread_pct:.1f}%: ranks wait for each other in "
                    "collectives); it has the most GPU compute per step, "
                    f"{s.slower_than_fastest_pct:+.1f}% vs the least")
-        out.append(f"<p class=straggler-line><strong>Straggler: {_e(who)}</strong>: {_e(why)}</p>")
+        out.append(f"<p class=straggler-line><strong>Straggler: {escape(who)}</strong>: {escape(why)}</p>")
     out.append("</section>")
     return "\n".join(out)
 
@@ -107,14 +73,14 @@ def _rank_section(r: RankSummary, timeline: str | None, several: bool) -> str:
                         + (f", sm {d.compute_capability}" if d.compute_capability else "")
                         + (f", {d.memory_bytes / 2**30:.1f} GiB" if d.memory_bytes else "") for d in r.devices)
     versions = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in r.versions.items())
-    link = f' · <a href="{_e(timeline)}">Timeline</a>' if timeline else ""
-    out = [f"<section class=rank id=\"rank-{_e(r.rank if r.rank is not None else r.worker)}\">",
-           f"<{heading}>{_e(r.worker)}{_e(rank)}</{heading}>",
-           f"<p class=meta>{_e(r.file)} · {format_bytes(r.size_bytes, '–')}{' gzip' if r.compressed else ''} · "
-           f"{r.event_count:,} events · span {_ms(r.trace_span_us)} ms{link}<br>"
-           f"devices: {_e(devices or unlisted(r.gpu))}"
-           + (f"<br>versions: {_e(versions)}" if versions else "") + "</p>"]
-    out += [f"<p class=note>{_e(note)}</p>" for note in r.notes]
+    link = f' · <a href="{escape(timeline)}">Timeline</a>' if timeline else ""
+    out = [f"<section class=rank id=\"rank-{escape(r.rank if r.rank is not None else r.worker)}\">",
+           f"<{heading}>{escape(r.worker)}{escape(rank)}</{heading}>",
+           f"<p class=meta>{escape(r.file)} · {format_bytes(r.size_bytes, '–')}{' gzip' if r.compressed else ''} · "
+           f"{r.event_count:,} events · span {ms(r.trace_span_us)} ms{link}<br>"
+           f"devices: {escape(devices or unlisted(r.gpu))}"
+           + (f"<br>versions: {escape(versions)}" if versions else "") + "</p>"]
+    out += [f"<p class=note>{escape(note)}</p>" for note in r.notes]
     out.append(_steps(r))
     out.append(_device_memory(r.memory))
     if r.idle is not None:
@@ -140,55 +106,56 @@ def _steps(r: RankSummary) -> str:
             parts, label = [(s.wall_us, CPU)], "CPU step"
         idle = s.idle
         rows.append(
-            f"<tr><td>{_e(s.name)}</td><td class=num>{_ms(s.wall_us)}</td>"
-            f"<td>{bar(parts, longest, f'{s.name}: {_ms(s.wall_us)} ms, {label}')}</td>"
-            f"<td class=num>{_ms(s.cpu_us)}</td><td class=num>{_ms(s.gpu_busy_us)}</td>"
-            f"<td class=num>{_pct(s.gpu_busy_pct)}</td>"
-            f"<td class=num>{'–' if s.kernel_count is None else s.kernel_count}</td>"
-            f"<td class=num>{_pct(100 * idle.ratio if idle else None)}</td></tr>")
+            f"<tr><td>{escape(s.name)}</td>{num_cell(ms(s.wall_us))}"
+            f"<td>{bar(parts, longest, f'{s.name}: {ms(s.wall_us)} ms, {label}')}</td>"
+            f"{num_cell(ms(s.cpu_us))}{num_cell(ms(s.gpu_busy_us))}"
+            f"{num_cell(pct(s.gpu_busy_pct))}"
+            f"{num_cell('–' if s.kernel_count is None else s.kernel_count)}"
+            f"{num_cell(pct(100 * idle.ratio if idle else None))}</tr>")
     legend = (f"<p class=legend><span style='color:{BUSY}'>■</span> GPU busy <span style='color:{IDLE}'>■</span> "
               f"GPU idle <span style='color:{CPU}'>■</span> CPU step (no GPU work recorded)</p>")
     return ("<h3>Steps</h3>" + legend +
-            _table(["step", "wall ms", "", "CPU ms", "GPU busy ms", "busy %", "kernels", "idle %"], rows, "steps"))
+            table(["step", "wall ms", "", "CPU ms", "GPU busy ms", "busy %", "kernels", "idle %"], rows, "steps"))
 
 
 def _device_memory(m: MemorySummary | None) -> str:
     """Per device: the curve, the steps' memory (growth flagged), the top allocating ops; then the snapshots."""
     if m is None:
-        return f"<h3>Device memory</h3><p class=meta>{_e(memory_answers.HINT)}.</p>"
+        return f"<h3>Device memory</h3><p class=meta>{escape(memory_answers.HINT)}.</p>"
     out = []
     for d in m.devices:
         reserved = f", {format_bytes(d.peak_reserved_bytes)} reserved" if d.peak_reserved_bytes is not None else ""
         leak = (f" <strong class=flagged>Leak: allocated grows in {sum(s.grew for s in d.steps)} of "
                 f"{len(d.steps)} steps.</strong>" if d.leak else "")
-        out.append(f"<h3>Device memory: {_e(d.device)}</h3><p class=meta>peak {format_bytes(d.peak_allocated_bytes)} "
-                   f"allocated{' in ' + _e(d.peak_step) if d.peak_step else ''}{reserved}; {d.allocations:,} "
+        out.append(f"<h3>Device memory: {escape(d.device)}</h3><p class=meta>peak "
+                   f"{format_bytes(d.peak_allocated_bytes)} "
+                   f"allocated{' in ' + escape(d.peak_step) if d.peak_step else ''}{reserved}; {d.allocations:,} "
                    f"allocations, {format_bytes(d.allocated_bytes)} in all.{leak}</p>")
         out.append(memory_curve(d))
-        rows = [f"<tr{' class=grew' if s.grew else ''}><td>{_e(s.name)}</td>"
-                f"<td class=num>{format_bytes(s.allocated_start_bytes)}</td>"
-                f"<td class=num>{format_bytes(s.allocated_end_bytes)}</td>"
-                f"<td class=num>{format_signed_bytes(s.growth_bytes)}</td>"
-                f"<td class=num>{format_bytes(s.peak_allocated_bytes)}</td>"
-                f"<td class=num>{format_bytes(s.peak_reserved_bytes, '–')}</td></tr>" for s in d.steps]
+        rows = [f"<tr{' class=grew' if s.grew else ''}><td>{escape(s.name)}</td>"
+                f"{num_cell(format_bytes(s.allocated_start_bytes))}"
+                f"{num_cell(format_bytes(s.allocated_end_bytes))}"
+                f"{num_cell(format_signed_bytes(s.growth_bytes))}"
+                f"{num_cell(format_bytes(s.peak_allocated_bytes))}"
+                f"{num_cell(format_bytes(s.peak_reserved_bytes, '–'))}</tr>" for s in d.steps]
         if rows:
-            out.append(_table(["step", "allocated at start", "at end", "growth", "peak allocated", "peak reserved"],
+            out.append(table(["step", "allocated at start", "at end", "growth", "peak allocated", "peak reserved"],
                               rows, "memory-steps"))
-        ops = [f"<tr><td class=name>{_e(op.name)}</td><td class=num>{format_bytes(op.self_bytes)}</td>"
-               f"<td class=num>{format_bytes(op.total_bytes)}</td><td class=num>{format_bytes(op.live_at_peak_bytes)}"
-               f"</td><td class=num>{op.allocations}</td></tr>" for op in d.top_ops]
+        ops = [f"<tr>{name_cell(op.name)}{num_cell(format_bytes(op.self_bytes))}"
+               f"{num_cell(format_bytes(op.total_bytes))}{num_cell(format_bytes(op.live_at_peak_bytes))}"
+               f"{num_cell(op.allocations)}</tr>" for op in d.top_ops]
         if ops:
-            out.append(_table(["op", "allocated (self)", "with children", "live at the peak", "allocations"], ops,
+            out.append(table(["op", "allocated (self)", "with children", "live at the peak", "allocations"], ops,
                               "memory-ops"))
     for snap in m.snapshots:
-        sites = [f"<tr><td class=name title=\"{_e(site.filename)}\">{_e(site.location)}</td><td>{_e(site.function)}"
-                 f"</td><td class=num>{format_bytes(site.bytes)}</td><td class=num>{site.blocks}</td></tr>"
+        sites = [f"<tr>{name_cell(site.location, site.filename)}<td>{escape(site.function)}"
+                 f"</td>{num_cell(format_bytes(site.bytes))}{num_cell(site.blocks)}</tr>"
                  for site in snap.sites]
-        sites.append(f"<tr><td colspan=2>no frame in your code</td><td class=num>{format_bytes(snap.other_bytes)}</td>"
+        sites.append(f"<tr><td colspan=2>no frame in your code</td>{num_cell(format_bytes(snap.other_bytes))}"
                      "<td></td></tr>")
-        out.append(f"<h3>What holds the peak: cuda:{_e(snap.device)} snapshot</h3><p class=meta>peak "
+        out.append(f"<h3>What holds the peak: cuda:{escape(snap.device)} snapshot</h3><p class=meta>peak "
                    f"{format_bytes(snap.peak_bytes)} live, {format_bytes(snap.reserved_bytes)} reserved "
-                   f"({_e(snap.file)})</p>" + _table(["where", "function", "live at the peak", "blocks"], sites,
+                   f"({escape(snap.file)})</p>" + table(["where", "function", "live at the peak", "blocks"], sites,
                                                      "snapshot-sites"))
     return "\n".join(out)
 
@@ -223,25 +190,26 @@ def memory_curve(d: DeviceMemory) -> str:
         return " ".join(points)
 
     shades = "".join(f'<rect class=step x="{x(s.start_us):.1f}" width="{max(1.0, x(s.end_us) - x(s.start_us)):.1f}" '
-                     f'height="{h}" fill="{IDLE if i % 2 else "#e6ebf3"}"><title>{_e(s.name)}: peak '
+                     f'height="{h}" fill="{IDLE if i % 2 else "#e6ebf3"}"><title>{escape(s.name)}: peak '
                      f"{format_bytes(s.peak_allocated_bytes)}</title></rect>" for i, s in enumerate(d.steps))
     reserved = line(c.reserved_bytes)
     px, py = x(c.ts_us[c.peak_index]), y(c.allocated_bytes[c.peak_index])
     label = f"peak {format_bytes(d.peak_allocated_bytes)}"
     anchor = "end" if px > w / 2 else "start"
     return (f'<svg class=memory-curve width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" '
-            f'aria-label="{_e(d.device)}: allocated{" and reserved" if reserved else ""} over time, {_e(label)}">'
+            f'aria-label="{escape(d.device)}: allocated{" and reserved" if reserved else ""} over time, '
+            f'{escape(label)}">'
             f"{shades}"
             + (f'<polyline class=reserved points="{reserved}" fill="none" stroke="{CPU}" stroke-width="1.5" '
                'stroke-dasharray="4 2"/>' if reserved else "")
             + f'<polyline class=allocated points="{line(c.allocated_bytes)}" fill="none" stroke="{BUSY}" '
               f'stroke-width="1.5"/><circle class=peak cx="{px:.1f}" cy="{py:.1f}" r="3.5" fill="{WARN}"/>'
               f'<text x="{px + (-6 if anchor == "end" else 6):.1f}" y="{max(11.0, py - 3):.1f}" text-anchor="{anchor}" '
-              f'font-size="11" fill="{WARN}">{_e(label)}</text></svg>'
+              f'font-size="11" fill="{WARN}">{escape(label)}</text></svg>'
             f"<p class=legend><span style='color:{BUSY}'>■</span> allocated "
             + (f"<span style='color:{CPU}'>■</span> reserved (dashed) " if reserved else "")
             + f"<span style='color:{WARN}'>●</span> peak; shaded: steps; "
-              f"{_ms(t1 - t0)} ms, top {format_bytes(top)}</p>")
+              f"{ms(t1 - t0)} ms, top {format_bytes(top)}</p>")
 
 
 def _idle(idle: IdleStats) -> str:
@@ -253,18 +221,18 @@ def _idle(idle: IdleStats) -> str:
                    idle.window_us, "GPU busy vs idle inside steps")
     causes = ""
     if idle.causes is not None and idle.idle_us > 0:
-        rows = [f"<tr><td>{_e(cause)}</td><td>{bar([(us, WARN if flagged else IDLE)], idle.idle_us, cause)}</td>"
-                f"<td class=num>{_ms(us)}</td><td class=num>{_pct(100 * us / idle.idle_us)}</td></tr>"
+        rows = [f"<tr><td>{escape(cause)}</td><td>{bar([(us, WARN if flagged else IDLE)], idle.idle_us, cause)}</td>"
+                f"{num_cell(ms(us))}{num_cell(pct(100 * us / idle.idle_us))}</tr>"
                 for cause, us in cause_times(idle.causes) if us > 0]
-        rows += [f"<tr><td class=name>sync: {_e((w.op + ' → ' if w.op else '') + w.call)}</td><td></td>"
-                 f"<td class=num>{_ms(w.idle_us)}</td><td class=num>{w.gaps} gap{'s' if w.gaps != 1 else ''}</td>"
+        rows += [f"<tr>{name_cell('sync: ' + (w.op + ' → ' if w.op else '') + w.call)}<td></td>"
+                 f"{num_cell(ms(w.idle_us))}{num_cell(f'{w.gaps} gap' + ('s' if w.gaps != 1 else ''))}"
                  f"</tr>" for w in idle.causes.syncs[:3]]
-        causes = _table(["idle by cause", "", "ms", "% of idle"], rows, "idle-causes")
+        causes = table(["idle by cause", "", "ms", "% of idle"], rows, "idle-causes")
     return (f"<h3>GPU idle gaps</h3><p class=\"idle{' flagged' if flagged else ''}\">"
             f"{busy_bar} "
-            f"idle {_ms(idle.idle_us)} of {_ms(idle.window_us)} ms ({100 * idle.ratio:.1f}%), {_e(verdict)}; "
-            f"largest gap {_ms(idle.largest_gap_us)} ms at +{_ms(idle.largest_gap_at_us)} ms into "
-            f"{_e(idle.largest_gap_step)}; {idle.gaps_over_10us} gaps ≥ 10 µs.{_e(hint)}</p>{causes}")
+            f"idle {ms(idle.idle_us)} of {ms(idle.window_us)} ms ({100 * idle.ratio:.1f}%), {escape(verdict)}; "
+            f"largest gap {ms(idle.largest_gap_us)} ms at +{ms(idle.largest_gap_at_us)} ms into "
+            f"{escape(idle.largest_gap_step)}; {idle.gaps_over_10us} gaps ≥ 10 µs.{escape(hint)}</p>{causes}")
 
 
 def _kernels(r: RankSummary) -> str:
@@ -272,13 +240,13 @@ def _kernels(r: RankSummary) -> str:
         return "<h3>GPU kernels</h3><p>No kernels, copies or sets in this trace.</p>"
     g = r.gpu
     top = max((k.pct_of_gpu_time for k in r.top_kernels), default=0.0)
-    rows = [f"<tr><td class=name title=\"{_e(k.name)}\">{_e(k.short_name)}</td>"
+    rows = [f"<tr>{name_cell(k.short_name, k.name)}"
             f"<td>{bar([(k.pct_of_gpu_time, BUSY)], top, f'{k.pct_of_gpu_time:.1f}% of GPU time')}</td>"
-            f"<td class=num>{_pct(k.pct_of_gpu_time)}</td><td class=num>{_ms(k.total_us)}</td>"
-            f"<td class=num>{k.calls}</td><td class=num>{k.mean_us:.1f}</td></tr>" for k in r.top_kernels]
-    return (f"<h3>Top {len(r.top_kernels)} GPU kernels</h3><p class=meta>GPU activity {_ms(g.activity_us)} ms, busy "
-            f"{_ms(g.busy_us)} ms, {g.kernel_count:,} kernels on {g.streams} stream(s)</p>"
-            + _table(["kernel", "", "% GPU", "total ms", "calls", "mean µs"], rows, "kernels"))
+            f"{num_cell(pct(k.pct_of_gpu_time))}{num_cell(ms(k.total_us))}"
+            f"{num_cell(k.calls)}{num_cell(f'{k.mean_us:.1f}')}</tr>" for k in r.top_kernels]
+    return (f"<h3>Top {len(r.top_kernels)} GPU kernels</h3><p class=meta>GPU activity {ms(g.activity_us)} ms, busy "
+            f"{ms(g.busy_us)} ms, {g.kernel_count:,} kernels on {g.streams} stream(s)</p>"
+            + table(["kernel", "", "% GPU", "total ms", "calls", "mean µs"], rows, "kernels"))
 
 
 def _memory(r: RankSummary) -> str:
@@ -286,47 +254,35 @@ def _memory(r: RankSummary) -> str:
         return ""
     if not r.memory_ops:
         return "<h3>Memory copies and sets</h3><p>None.</p>"
-    rows = [f"<tr><td>{_e(m.kind)}</td><td>{_e(m.name)}</td><td class=num>{m.calls}</td>"
-            f"<td class=num>{_ms(m.total_us)}</td><td class=num>{format_bytes(m.bytes, '–')}</td></tr>"
+    rows = [f"<tr><td>{escape(m.kind)}</td><td>{escape(m.name)}</td>{num_cell(m.calls)}"
+            f"{num_cell(ms(m.total_us))}{num_cell(format_bytes(m.bytes, '–'))}</tr>"
             for m in r.memory_ops]
-    return "<h3>Memory copies and sets</h3>" + _table(["kind", "what", "calls", "total ms", "bytes"], rows, "memory")
+    return "<h3>Memory copies and sets</h3>" + table(["kind", "what", "calls", "total ms", "bytes"], rows, "memory")
 
 
 def _cpu_ops(r: RankSummary) -> str:
     if not r.top_cpu_ops:
         return "<h3>CPU ops</h3><p>None recorded.</p>"
     top = max(op.pct_of_cpu_self for op in r.top_cpu_ops)
-    rows = [f"<tr><td class=name>{_e(op.name)}</td>"
+    rows = [f"<tr>{name_cell(op.name)}"
             f"<td>{bar([(op.pct_of_cpu_self, CPU)], top, f'{op.pct_of_cpu_self:.1f}% of CPU self time')}</td>"
-            f"<td class=num>{_pct(op.pct_of_cpu_self)}</td><td class=num>{_ms(op.self_us)}</td>"
-            f"<td class=num>{_ms(op.total_us)}</td><td class=num>{op.calls}</td></tr>" for op in r.top_cpu_ops]
+            f"{num_cell(pct(op.pct_of_cpu_self))}{num_cell(ms(op.self_us))}"
+            f"{num_cell(ms(op.total_us))}{num_cell(op.calls)}</tr>" for op in r.top_cpu_ops]
     return (f"<h3>Top {len(r.top_cpu_ops)} CPU ops by self time</h3><p class=meta>all CPU ops: "
-            f"{_ms(r.cpu_self_total_us)} ms self</p>"
-            + _table(["op", "", "% self", "self ms", "total ms", "calls"], rows, "cpu-ops"))
+            f"{ms(r.cpu_self_total_us)} ms self</p>"
+            + table(["op", "", "% self", "self ms", "total ms", "calls"], rows, "cpu-ops"))
 
 
 def render_error(title: str, message: str, back_url: str = "/") -> str:
-    return _PAGE.format(title=_e(title), body=f'<p class=nav><a href="{_e(back_url)}">← all traces</a></p>'
-                                              f"<h1>{_e(title)}</h1><p class=error>{_e(message)}</p>")
+    body = (f'<p class=nav><a href="{escape(back_url)}">← all traces</a></p>'
+            f"<h1>{escape(title)}</h1><p class=error>{escape(message)}</p>")
+    return page(f"{title} · Overview", body, css=OVERVIEW_STYLE)
 
 
-_PAGE = """<!doctype html>
-<html lang=en><head><meta charset=utf-8><title>{title} · Overview · LightX2V</title>
-<style>
-body {{ font: 14px system-ui, sans-serif; margin: 1.5em 2em; color: #222; }}
-h1 {{ font-size: 1.4em; }} h2 {{ font-size: 1.2em; margin-top: 2em; }} h3 {{ font-size: 1.05em; margin: 1.4em 0 .4em; }}
-table {{ border-collapse: collapse; }}
-td, th {{ padding: .2em .7em; border-bottom: 1px solid #e3e3e3; text-align: left; }}
-td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
-td.name {{ font-family: monospace; max-width: 60em; overflow-wrap: anywhere; }}
-.meta, .path, .legend {{ color: #555; }} .path {{ font-family: monospace; }}
-tr.straggler td {{ background: #fdecea; }} .straggler-line strong, .flagged {{ color: {warn}; }}
-svg.bar {{ vertical-align: middle; background: #f4f4f4; }} .error {{ color: {warn}; }}
-svg.memory-curve {{ display: block; background: #f4f4f4; }} tr.grew td {{ background: #fdecea; }}
-table.memory-steps, table.memory-ops, table.snapshot-sites {{ margin-top: .8em; }}
-</style></head>
-<body>
-{body}
-</body></html>
-""".replace("{warn}", WARN).replace("</style></head>", ROOFLINE_STYLE.replace("{", "{{").replace("}", "}}")
-                                    + "</style></head>")
+# The Overview's own rules, after the base's (html_page.STYLE), then its roofline section's
+OVERVIEW_STYLE = """
+td.name { max-width: 60em; } .path { color: #555; }
+tr.straggler td { background: #fdecea; } .straggler-line strong, .flagged { color: """ + WARN + """; }
+svg.memory-curve { display: block; background: #f4f4f4; } tr.grew td { background: #fdecea; }
+table.memory-steps, table.memory-ops, table.snapshot-sites { margin-top: .8em; }
+""" + ROOFLINE_STYLE

@@ -9,12 +9,13 @@ move with the section onto any page base.
 
 from __future__ import annotations
 
-import html
 import math
 
 from lightx2v.trace_summary.model import Efficiency, OpEfficiency
 from lightx2v.trace_summary.peaks import peak_tflops
 from lightx2v.trace_summary.render_efficiency import peak_line, step_line
+
+from .html_page import NONE, escape, table
 
 WIDTH, HEIGHT, PAD_L, PAD_B, PAD_T, PAD_R = 660, 300, 56, 36, 12, 12
 CLASS_COLOURS = {"GEMM": "#3b6fb6", "attention": "#8e44ad", "convolution": "#16a085", "normalization": "#d35400",
@@ -29,57 +30,48 @@ table.efficiency td.win { color: #c0392b; } .headline { font-weight: 600; }
 """
 
 
-def _e(value: object) -> str:
-    return html.escape(str(value))
-
-
 def _num(v: float | None, digits: int = 1) -> str:
     if v is None:
-        return "–"
+        return NONE
     return f"{v:.3g}" if 0 < abs(v) < 1 and digits < 3 else f"{v:.{digits}f}"
 
 
 def _ms(us: float | None, steps: int) -> str:
-    return "–" if us is None else f"{us / steps / 1000:.3f}"
+    return NONE if us is None else f"{us / steps / 1000:.3f}"
 
 
 def _win(us: float | None) -> str:
-    return "–" if us is None else "0" if us < 0.5 else f"−{us / 1000:.3f}"
+    return NONE if us is None else "0" if us < 0.5 else f"−{us / 1000:.3f}"
 
 
 def roofline_section(e: Efficiency | None) -> str:
     if e is None:
         return ""
-    out = ["<h3>How far from the limit</h3>", f"<p class=headline>{_e(e.headline)}</p>",
-           f"<p class=meta>peak: {_e(peak_line(e.peak))}" + (f"<br>{_e(step_line(e))}" if step_line(e) else "")
+    out = ["<h3>How far from the limit</h3>", f"<p class=headline>{escape(e.headline)}</p>",
+           f"<p class=meta>peak: {escape(peak_line(e.peak))}" + (f"<br>{escape(step_line(e))}" if step_line(e) else "")
            + "</p>"]
     if e.hint and e.hint != e.headline:
-        out.append(f"<p class=note>{_e(e.hint)}</p>")
+        out.append(f"<p class=note>{escape(e.hint)}</p>")
     plotted = [r for r in e.ops if r.intensity and r.tflops_per_s]
     if plotted:
         out.append(roofline_chart(e, plotted))
-    rows = [f"<tr><td>{_e(c.op_class)}</td><td class=num>{_ms(c.time_us, e.steps)}</td>"
+    rows = [f"<tr><td>{escape(c.op_class)}</td><td class=num>{_ms(c.time_us, e.steps)}</td>"
             f"<td class=num>{_num(c.tflops_per_s)}</td><td class=num>{_num(c.tb_per_s, 3)}</td>"
-            f"<td class=num>{_num(c.intensity)}</td><td>{_e(c.bound or '–')}</td>"
+            f"<td class=num>{_num(c.intensity)}</td><td>{escape(c.bound or '–')}</td>"
             f"<td class=num>{_num(c.roofline_pct)}</td><td class='num win'>{_win(c.headroom_us)}</td></tr>"
             for c in e.classes]
     head = ["class", "ms / step", "TFLOP/s", "TB/s", "FLOP/byte", "bound", "% of roofline",
             f"ms / step at {e.target_pct:.0f}%"]
     if rows:
-        out.append(_table(head, rows, "efficiency classes"))
+        out.append(table(head, rows, "efficiency classes"))
     ops = [f"<tr><td class=num>{_ms(r.time_us, e.steps)}</td><td class=num>{_num(r.tflops_per_s)}</td>"
            f"<td class=num>{_num(r.tb_per_s, 3)}</td><td class=num>{_num(r.roofline_pct)}</td>"
-           f"<td class='num win'>{_win(r.headroom_us)}</td><td class=name>{_e(r.op)} {_e(r.shapes)}"
-           + (f"<br>← {_e(', '.join(r.kernels))}" if r.kernels else "") + "</td></tr>" for r in e.ops]
+           f"<td class='num win'>{_win(r.headroom_us)}</td><td class=name>{escape(r.op)} {escape(r.shapes)}"
+           + (f"<br>← {escape(', '.join(r.kernels))}" if r.kernels else "") + "</td></tr>" for r in e.ops]
     if ops:
-        out.append(_table(["ms / step", "TFLOP/s", "TB/s", "% of roofline", f"at {e.target_pct:.0f}%",
+        out.append(table(["ms / step", "TFLOP/s", "TB/s", "% of roofline", f"at {e.target_pct:.0f}%",
                            "op, shapes ← kernels"], ops, "efficiency ops"))
     return "\n".join(out)
-
-
-def _table(head: list[str], rows: list[str], cls: str) -> str:
-    header = "".join(f"<th>{_e(h)}</th>" for h in head)
-    return f"<table class='{cls}'><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
 def roofline_chart(e: Efficiency, ops: list[OpEfficiency]) -> str:
@@ -121,10 +113,10 @@ def roofline_chart(e: Efficiency, ops: list[OpEfficiency]) -> str:
         ridge, lo = p / bw, 10.0 ** x0
         start_y = max(lo * bw, 10.0 ** y0)
         start_x = start_y / bw
-        parts.append(f'<polyline class=roof data-roof="{_e(name)}" points="{px(start_x):.1f},{py(start_y):.1f} '
-                     f'{px(ridge):.1f},{py(p):.1f} {px(10.0 ** x1):.1f},{py(p):.1f}"><title>{_e(name)}: '
+        parts.append(f'<polyline class=roof data-roof="{escape(name)}" points="{px(start_x):.1f},{py(start_y):.1f} '
+                     f'{px(ridge):.1f},{py(p):.1f} {px(10.0 ** x1):.1f},{py(p):.1f}"><title>{escape(name)}: '
                      f'{p:g} TFLOP/s, {bw:g} TB/s (ridge {ridge:.0f} FLOP/byte)</title></polyline>'
-                     f'<text x="{PAD_L + w - 4}" y="{py(p) - 4:.1f}" text-anchor=end>{_e(name)} {p:g} '
+                     f'<text x="{PAD_L + w - 4}" y="{py(p) - 4:.1f}" text-anchor=end>{escape(name)} {p:g} '
                      'TFLOP/s</text>')
     if bw:
         parts.append(f'<text x="{px(10.0 ** x0) + 6:.1f}" y="{PAD_T + 12}">memory {bw:g} TB/s</text>')
@@ -132,10 +124,10 @@ def roofline_chart(e: Efficiency, ops: list[OpEfficiency]) -> str:
         colour = CLASS_COLOURS.get(r.op_class, "#555")
         tip = (f"{r.op} {r.shapes}: {_num(r.tflops_per_s)} TFLOP/s, {_num(r.tb_per_s, 3)} TB/s, "
                f"{_num(r.intensity)} FLOP/byte, {_num(r.roofline_pct)}% of its roofline")
-        parts.append(f'<circle class=op data-class="{_e(r.op_class)}" cx="{px(r.intensity or 1):.1f}" '
+        parts.append(f'<circle class=op data-class="{escape(r.op_class)}" cx="{px(r.intensity or 1):.1f}" '
                      f'cy="{py(r.tflops_per_s or 1):.1f}" r="5" fill="{colour}" fill-opacity=".8">'
-                     f"<title>{_e(tip)}</title></circle>")
-    legend = " ".join(f'<tspan fill="{CLASS_COLOURS.get(c, "#555")}">● {_e(c)}</tspan>'
+                     f"<title>{escape(tip)}</title></circle>")
+    legend = " ".join(f'<tspan fill="{CLASS_COLOURS.get(c, "#555")}">● {escape(c)}</tspan>'
                       for c in dict.fromkeys(r.op_class for r in ops))
     parts.append(f'<text x="{PAD_L + 6}" y="{PAD_T + h - 6}">{legend}</text>')
     return (f'<svg class=roofline width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '

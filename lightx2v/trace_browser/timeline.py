@@ -11,12 +11,13 @@ The page reports its progress in `window.lightx2vTimeline` (`state`: loading / d
 
 from __future__ import annotations
 
-import html
 import importlib.util
 import json
 from pathlib import Path
 
 from lightx2v.assets import INSTALL_COMMAND, WEBCOMPONENTS, find
+
+from .html_page import WARN, page
 
 VIEWER_FILE = "trace_viewer_full.html"
 POLYFILL_URL = "/assets/" + WEBCOMPONENTS.file
@@ -51,21 +52,24 @@ def missing() -> list[str]:
 
 
 def render_timeline(name: str, file_url: str) -> str:
-    config = json.dumps({"name": name, "url": file_url}).replace("<", "\\u003c")
-    return _PAGE.replace("@TITLE@", html.escape(name)).replace("@POLYFILL@", POLYFILL_URL) \
-        .replace("@VIEWER@", VIEWER_URL).replace("@CONFIG@", config)
+    config = json.dumps({"name": name, "url": file_url, "viewer": VIEWER_URL}).replace("<", "\\u003c")
+    head = (f"<script>\nconst CONFIG = {config};\n{_BEFORE_VIEWER}</script>\n"
+            f'<script src="{POLYFILL_URL}"></script>\n'
+            f'<link rel="import" href="{VIEWER_URL}" onerror="viewerImportFailed()">\n')
+    body = f"<div id=progress>Loading the trace viewer …</div>\n<script>\n{_SHOW_TRACE}</script>"
+    return page(f"{name} · Timeline", body, css=TIMELINE_STYLE, head=head, body_attrs="data-state=loading")
 
 
-_PAGE = """<!doctype html>
-<html lang=en><head><meta charset=utf-8><title>@TITLE@ · Timeline · LightX2V</title>
-<style>
-html, body { margin: 0; padding: 0; width: 100%; height: 100%; overflow: hidden; font: 14px system-ui, sans-serif; }
-#trace-viewer { width: 100%; height: 100%; } #trace-viewer:focus { outline: none; }
+# The Timeline's own rules, after the base's (html_page.STYLE): the viewer fills the window, in its own text colour
+TIMELINE_STYLE = """
+html { overflow: hidden; }
+#trace-viewer { position: fixed; inset: 0; color: initial; } #trace-viewer:focus { outline: none; }
 #progress { position: fixed; top: 40%; width: 100%; text-align: center; color: #444; z-index: 10; }
-#progress.failed { color: #c0392b; }
-</style>
-<script>
-window.__hideTraceViewerPolyfillWarning = true;
+#progress.failed { color: """ + WARN + """; }
+"""
+
+# Before the viewer loads: the progress record, and the failure path its import's onerror takes (CONFIG is set)
+_BEFORE_VIEWER = """window.__hideTraceViewerPolyfillWarning = true;
 window.lightx2vTimeline = {state: 'loading', model: null, error: null, ms: {}};
 const T0 = performance.now();
 function timelineFailed(message) {
@@ -74,17 +78,13 @@ function timelineFailed(message) {
   const p = document.getElementById('progress'); p.textContent = message; p.className = 'failed';
 }
 function viewerImportFailed() {
-  document.addEventListener('DOMContentLoaded', () => timelineFailed('Could not load the trace viewer (@VIEWER@).'));
+  document.addEventListener('DOMContentLoaded',
+    () => timelineFailed('Could not load the trace viewer (' + CONFIG.viewer + ').'));
 }
-</script>
-<script src="@POLYFILL@"></script>
-<link rel="import" href="@VIEWER@" onerror="viewerImportFailed()">
-</head>
-<body data-state=loading>
-<div id=progress>Loading the trace viewer …</div>
-<script>
-(function () {
-  const CONFIG = @CONFIG@;
+"""
+
+# Once the viewer is there: fetch the trace, unpack it, import it, draw it
+_SHOW_TRACE = """(function () {
   const MAX_TEXT = 536870888;  // V8's longest string (64-bit): the viewer imports the trace as one string
   const t = window.lightx2vTimeline;
   const progress = (text) => { document.getElementById('progress').textContent = text; };
@@ -128,7 +128,10 @@ function viewerImportFailed() {
   }
 
   document.addEventListener('WebComponentsReady', function () {
-    if (typeof tr === 'undefined') { timelineFailed('The trace viewer did not load (@VIEWER@).'); return; }
+    if (typeof tr === 'undefined') {
+      timelineFailed('The trace viewer did not load (' + CONFIG.viewer + ').');
+      return;
+    }
     mark('viewer');
     const container = document.createElement('track-view-container');
     container.id = 'track_view_container';
@@ -142,6 +145,4 @@ function viewerImportFailed() {
       (error) => timelineFailed('Could not open ' + CONFIG.name + ': ' + (error && error.message || error)));
   });
 })();
-</script>
-</body></html>
 """

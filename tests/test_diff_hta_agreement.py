@@ -12,9 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow
 def test_diff_agrees_with_hta_trace_diff_on_the_fixture_pair():
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_diff_agreement.py")],
                           capture_output=True, text=True, timeout=300, cwd=REPO)

@@ -65,6 +65,7 @@ def _broken_links(doc: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=_name)
+@pytest.mark.slow
 def test_every_local_link_and_anchor_exists(doc):
     assert _broken_links(doc) == []
 

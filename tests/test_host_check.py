@@ -102,6 +102,7 @@ def refused(status: int, body: bytes, method: str, name: str = FOREIGN) -> bool:
 
 
 @pytest.mark.parametrize("method,path", BROWSER_ROUTES)
+@pytest.mark.slow
 def test_trace_browser_refuses_a_foreign_host_on_every_route(browser_port, method, path):
     status, body = browser_call(browser_port, method, path, f"{FOREIGN}:{browser_port}")
     assert refused(status, body, method), (status, body[:300])
@@ -127,6 +128,7 @@ def tensorboard_routes() -> list[str]:
             "/no/such/page", *core, *(PLUGIN + route for route in [*profiler, "/webcomponents.min.js"])]
 
 
+@pytest.mark.slow
 def test_tensorboard_refuses_a_foreign_host_on_every_route(tensorboard_port):
     routes = tensorboard_routes()
     for path in routes:
@@ -150,6 +152,7 @@ REFUSED = [f"{FOREIGN}:9001", FOREIGN, "gpu-host.example.evil.com", "localhost.e
 
 
 @pytest.mark.parametrize("host", ALLOWED)
+@pytest.mark.slow
 def test_own_names_are_answered(browser_port, tensorboard_port, host):
     status, body = request(browser_port, "/api/traces", host)
     assert status == 200 and [t["path"] for t in json.loads(body)] == [TRACE]
@@ -186,6 +189,7 @@ def test_the_capture_post_still_needs_its_own_origin(browser_port):
     (["--allowed-host", "a b"], {}, "--allowed-host: 'a b' is not a host name"),
     ([], {"LIGHTX2V_ALLOWED_HOSTS": "ok.example,bad/name"}, "LIGHTX2V_ALLOWED_HOSTS: 'bad/name' is not a host name"),
 ])
+@pytest.mark.slow
 def test_a_bad_allowed_name_is_a_clear_error(tmp_path, program, args, env, expected):
     command = [sys.executable, "-m", f"lightx2v.{program}", "--port", str(free_port()), *args]
     command += ["--root", str(tmp_path)] if program == "trace_browser" else ["--logdir", str(tmp_path)]

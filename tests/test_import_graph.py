@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO_ROOT
 
 DROP_IN = "lightx2v.utils.torch_trace_profiler"
@@ -80,6 +82,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+@pytest.mark.slow
 def test_the_graph_sees_the_imports_it_must():
     graph = import_graph()
     assert "lightx2v.tensorboard.fix" in graph["lightx2v.tensorboard.patches"]
@@ -88,11 +91,13 @@ def test_the_graph_sees_the_imports_it_must():
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+@pytest.mark.slow
 def test_no_import_circle_in_the_stack():
     """Every import, lazy ones included, points one way: no module reaches itself again."""
     assert circles(import_graph()) == []
 
 
+@pytest.mark.slow
 def test_the_drop_in_imports_nothing_of_this_project():
     """It must run alone in a user's checkout: torch and the standard library only, not even lazily."""
     assert not {name for name in import_graph()[DROP_IN] if name.split(".")[0] == "lightx2v"}

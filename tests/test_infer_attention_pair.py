@@ -41,6 +41,7 @@ def cpu_ops(run) -> set[str]:
     return set(event_names(load_trace(trace), "cpu_op"))
 
 
+@pytest.mark.slow
 def test_both_attentions_run_and_give_the_same_latents_within_rounding(pair):
     sdpa, math = pair["sdpa"].latents, pair["math"].latents
     tol = 3e-2 if CUDA else 1e-4  # bf16 on CUDA, fp32 on CPU
@@ -48,6 +49,7 @@ def test_both_attentions_run_and_give_the_same_latents_within_rounding(pair):
     assert pair["sdpa"].metadata["attention"] == "sdpa" and pair["math"].metadata["attention"] == "math"
 
 
+@pytest.mark.slow
 def test_the_two_traces_differ_in_the_attention_ops(pair):
     sdpa, math = cpu_ops(pair["sdpa"]), cpu_ops(pair["math"])
     assert SDPA_OPS <= sdpa and not MATH_OPS & sdpa
@@ -65,6 +67,7 @@ def trace_summary(*args: str) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 def test_diff_of_the_logdir_compares_the_pair_and_its_step_delta_is_the_summaries_difference(pair):
     logdir = pair["sdpa"].cwd / "save_results" / "torch_profile"
     diff = trace_summary("--diff", str(logdir))  # one argument: its two newest runs, the older one as BASE

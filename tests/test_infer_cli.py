@@ -35,6 +35,7 @@ def unprofiled(tmp_path_factory):
     return run
 
 
+@pytest.mark.slow
 def test_profiled_run_writes_exactly_one_trace_in_its_own_run_directory(profiled):
     traces = profiled.traces()
     assert len(traces) == 1, traces
@@ -67,6 +68,7 @@ def test_trace_holds_the_profiler_step_and_the_model_regions(profiled):
     assert any("scaled_dot_product" in n for n in names)
 
 
+@pytest.mark.slow
 def test_model_infer_called_steps_plus_four_times_with_the_default_schedule(profiled):
     meta = profiled.metadata
     schedule = meta["profile_kwargs"]
@@ -87,12 +89,14 @@ def test_outputs_are_written(profiled):
     assert meta["arch"]["height"] == 128 and meta["seed"] == 7
 
 
+@pytest.mark.slow
 def test_profiled_and_unprofiled_runs_give_identical_latents(profiled, unprofiled):
     assert unprofiled.traces() == []
     assert unprofiled.metadata["infer_calls"] == STEPS and unprofiled.metadata["capture"] is None
     assert_same_latents(profiled.latents, unprofiled.latents)
 
 
+@pytest.mark.slow
 def test_same_seed_same_latents_other_seed_other_latents(unprofiled, tmp_path):
     again = run_infer(tmp_path / "again", *FAST, "--no-profile")
     other = run_infer(tmp_path / "other", *FAST, "--no-profile", "--seed", "8")
@@ -101,6 +105,7 @@ def test_same_seed_same_latents_other_seed_other_latents(unprofiled, tmp_path):
     assert not torch.allclose(other.latents, unprofiled.latents)
 
 
+@pytest.mark.slow
 def test_env_switch_and_chrome_format(tmp_path):
     """LIGHTX2V_TORCH_PROFILE=0 turns the default-on capture off; --profile_format chrome writes trace.json."""
     off = run_infer(tmp_path / "off", *FAST, LIGHTX2V_TORCH_PROFILE="0")
@@ -113,6 +118,7 @@ def test_env_switch_and_chrome_format(tmp_path):
     assert chrome.metadata["infer_calls"] == STEPS + 2
 
 
+@pytest.mark.slow
 def test_profile_memory_records_allocations_and_memory_snapshot_says_cuda_only_on_a_cpu(tmp_path):
     """--profile_memory puts the allocator's [memory] events in the trace; --memory_snapshot reaches the profiler
     (on a CPU: its one "CUDA only" line, no snapshot file; on CUDA: the snapshot beside the trace)."""

@@ -50,6 +50,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("args, message", CASES, ids=[" ".join(a) for a, _ in CASES])
+@pytest.mark.slow
 def test_bad_input_gives_one_clear_error(tmp_path, args, message):
     args = [_blocker(tmp_path) if a == "BLOCKED" else a for a in args]
     run = run_infer(tmp_path / "cwd", *args, timeout=120)
@@ -66,6 +67,7 @@ def test_unwritable_logdir_from_the_environment_is_named(tmp_path):
     assert "error: LIGHTX2V_TORCH_PROFILE_DIR " in run.proc.stderr and "is a file, not a folder" in run.proc.stderr
 
 
+@pytest.mark.slow
 def test_device_cuda_runs_where_cuda_is_and_is_refused_elsewhere(tmp_path):
     run = run_infer(tmp_path, *FAST, "--device", "cuda", "--no-profile", timeout=300)
     if torch.cuda.is_available():
@@ -153,6 +155,7 @@ def test_seed_range_is_torchs():
     ],
     ids=["lowest", "highest"],
 )
+@pytest.mark.slow
 def test_accepted_bounds_run_and_give_finite_latents(tmp_path, bounds):
     """What the flags accept, the model can run: a bound the parser lets through must not end in NaN."""
     run = run_infer(tmp_path, *bounds, timeout=300)
@@ -161,6 +164,7 @@ def test_accepted_bounds_run_and_give_finite_latents(tmp_path, bounds):
     assert len(run.traces()) == 1
 
 
+@pytest.mark.slow
 def test_a_trace_that_fails_to_land_keeps_the_result_and_exits_1(tmp_path):
     """The up-front check cannot see a disk filling during the run: here the kernel's file size limit (200 kB,
     above every output but under the ~750 kB trace) makes the trace's write fail for real."""

@@ -13,6 +13,7 @@ SCRIPTS = REPO_ROOT / "scripts" / "qwen_image"
 
 
 @pytest.mark.parametrize("script, workers", [("qwen_image_t2i.sh", 1), ("qwen_image_t2i_cfg_parallel.sh", 2)])
+@pytest.mark.slow
 def test_script_runs_and_writes_under_save_results(tmp_path, script, workers):
     results = tmp_path / "results"
     proc = subprocess.run(

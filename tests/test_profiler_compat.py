@@ -40,6 +40,7 @@ def both(tmp_path_factory):
             "drop-in": (root / "drop_in", *run_calls(DROP_IN, root / "drop_in"))}
 
 
+@pytest.mark.slow
 def test_returned_values_are_the_originals(both):
     (_, original, _), (_, ours, _) = both["original"], both["drop-in"]
     same = ("steps", "ran_before", "claims", "result", "calls", "ran_after", "exported_chrome_path")
@@ -51,6 +52,7 @@ def test_returned_values_are_the_originals(both):
 
 
 @pytest.mark.parametrize("folder", ["tb", "own"])  # TorchTraceProfiler.run, and make_on_trace_ready in your profiler
+@pytest.mark.slow
 def test_each_capture_leaves_one_tensorboard_trace(both, folder):
     for name, (out, _, _) in both.items():
         (trace,) = plugin_traces(out / folder)

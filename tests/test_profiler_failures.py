@@ -54,6 +54,7 @@ def profilers_left_open(monkeypatch):
 
 
 @pytest.mark.parametrize("failing_call", [1, 3, 5])  # wait, warmup, active phase
+@pytest.mark.slow
 def test_target_exception_propagates_unchanged_and_releases_the_profiler(tmp_path, failing_call,
                                                                         profilers_left_open):
     raised = Boom("out of memory, say")
@@ -129,6 +130,7 @@ def test_unwritable_trace_directory_still_returns_the_result(tmp_path, caplog):
     assert str(blocker / "tb") in caplog.text and "cannot create the trace directory" in caplog.text
 
 
+@pytest.mark.slow
 def test_read_only_directory_for_an_unprivileged_user():
     """A real permission failure: the child drops root and writes into a directory it may only read."""
     with tempfile.TemporaryDirectory() as parent:  # pytest's tmp_path sits in a 0700 tree
@@ -153,6 +155,7 @@ def _write_into_read_only_dir_as_nobody(read_only: Path) -> None:
     assert list(read_only.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_disk_full_during_export_is_reported_and_leaves_no_partial_file(tmp_path):
     """RLIMIT_FSIZE makes every write past 20 kB fail (EFBIG), as a full disk would, inside torch's exporter."""
     script = textwrap.dedent("""
@@ -279,6 +282,7 @@ def test_every_keyword_reaches_its_own_config_field():
         assert getattr(config, field) == value
 
 
+@pytest.mark.slow
 def test_hints_are_visible_in_a_plain_script(tmp_path):
     """No logging configuration at all: the done-message still reaches the terminal, with every hint."""
     script = tmp_path / "plain.py"
@@ -301,6 +305,7 @@ def test_hints_are_visible_in_a_plain_script(tmp_path):
     assert "ssh -N -L 17007:127.0.0.1:17007" in log
 
 
+@pytest.mark.slow
 def test_hint_port_follows_the_published_port_and_chrome_hint(tmp_path):
     script = textwrap.dedent("""
         import torch

@@ -39,12 +39,14 @@ def hint_lines(tmp_path, pythonpath: str, path_dirs: list[str]) -> list[str]:
     return [line.strip() for line in proc.stderr.splitlines() if line.strip().startswith("or, fixed:")]
 
 
+@pytest.mark.slow
 def test_in_this_projects_python_the_hint_is_the_module(tmp_path):
     (line,) = hint_lines(tmp_path, str(REPO_ROOT), [])
     assert line.startswith(f"or, fixed:     python -m lightx2v.tensorboard --logdir {tmp_path / 'tb'} --port ")
 
 
 @pytest.mark.parametrize("wrapper_on_path", [True, False])
+@pytest.mark.slow
 def test_where_the_users_lightx2v_shadows_ours_the_hint_is_the_images_wrapper(tmp_path, wrapper_on_path):
     checkout = user_checkout(tmp_path / "LightX2V")
     bin_dir = tmp_path / "bin"

@@ -7,11 +7,14 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from conftest import subprocess_env
 
 LOGGER = "lightx2v.utils.torch_trace_profiler"
 
 
+@pytest.mark.slow
 def test_each_message_once_before_and_after_the_application_configures_logging(tmp_path):
     """A plain script (no logging configured) sees the capture's lines on stderr; after it calls
     ``logging.basicConfig()``, the next capture's lines come through the root handler, each exactly once."""

@@ -79,6 +79,7 @@ CPU_CAPTURES = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("how", ["config", "environment"])
+@pytest.mark.slow
 def test_on_a_cpu_it_says_cuda_only_once_and_the_captures_go_on(tmp_path, how):
     env = subprocess_env(LIGHTX2V_TORCH_PROFILE_REMOTE="0",
                          **({ENV_MEMORY_SNAPSHOT: "1"} if how == "environment" else {}))

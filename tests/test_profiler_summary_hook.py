@@ -12,6 +12,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from conftest import REPO_ROOT, subprocess_env
 
 DROP_IN = REPO_ROOT / "lightx2v" / "utils" / "torch_trace_profiler.py"
@@ -35,6 +37,7 @@ def trace_of(proc: subprocess.CompletedProcess) -> str:
     return next(line.split(" ", 1)[1] for line in proc.stdout.splitlines() if line.startswith("TRACE "))
 
 
+@pytest.mark.slow
 def test_in_this_project_the_stacks_summary_is_written(tmp_path):
     proc = capture(tmp_path, str(REPO_ROOT))
     trace = trace_of(proc)
@@ -42,6 +45,7 @@ def test_in_this_project_the_stacks_summary_is_written(tmp_path):
     assert f"[Profile]   summary: {trace}.summary.txt" in proc.stderr
 
 
+@pytest.mark.slow
 def test_in_a_lightx2v_checkout_nothing_is_imported_not_even_a_module_of_that_name(tmp_path):
     checkout = tmp_path / "LightX2V"
     (checkout / "lightx2v" / "utils").mkdir(parents=True)
@@ -59,6 +63,7 @@ def test_in_a_lightx2v_checkout_nothing_is_imported_not_even_a_module_of_that_na
     assert not os.path.exists(trace + ".summary.txt")
 
 
+@pytest.mark.slow
 def test_a_handler_set_in_code_replaces_the_default_and_none_switches_it_off(tmp_path):
     (tmp_path / "mine").mkdir()
     proc = capture(tmp_path / "mine", str(REPO_ROOT),

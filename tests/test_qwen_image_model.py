@@ -89,6 +89,7 @@ def _runner(**kw) -> QwenImageRunner:
     return runner
 
 
+@pytest.mark.slow
 def test_infer_is_a_pure_function_of_inputs_and_scheduler_state():
     runner = _runner()
     runner.scheduler.step_pre(0)
@@ -103,6 +104,7 @@ def test_infer_is_a_pure_function_of_inputs_and_scheduler_state():
     assert not torch.equal(runner.scheduler.latents, before)
 
 
+@pytest.mark.slow
 def test_cfg_off_runs_only_the_conditional_branch():
     runner = _runner(guidance_scale=1.0)
     assert "negative_prompt_embeds" not in runner.inputs["text_encoder_output"]
@@ -113,6 +115,7 @@ def test_cfg_off_runs_only_the_conditional_branch():
     assert "infer_cond" in names and "infer_uncond" not in names
 
 
+@pytest.mark.slow
 def test_progress_callback_reports_every_step(monkeypatch):
     monkeypatch.setenv("LIGHTX2V_TORCH_PROFILE", "0")  # the profiler's off switch: plain calls
     seen = []
@@ -151,6 +154,7 @@ def test_the_attention_switch_names_every_implementation_and_both_compute_the_sa
 @pytest.mark.parametrize(
     "attention, ops", [("sdpa", {"aten::scaled_dot_product_attention"}), ("math", {"aten::softmax", "aten::bmm"})]
 )
+@pytest.mark.slow
 def test_the_model_runs_the_attention_it_was_built_with(attention, ops):
     runner = _runner(attention=attention)
     runner.scheduler.step_pre(0)

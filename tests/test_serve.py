@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO_ROOT, free_port, subprocess_env
 from helpers.procs import Server, alive, answers, descendants, process_group, runs, supervisor_stop_bound, wait_until
 
@@ -44,6 +46,7 @@ def test_bad_port_value(tmp_path):
     assert result.returncode == 2 and "--port must be 1-65535" in result.stderr
 
 
+@pytest.mark.slow
 def test_serve_runs_the_stack_and_ctrl_c_stops_it(tmp_path):
     """A failing inference leaves TensorBoard up; a capture made meanwhile shows; Ctrl-C stops it all."""
     tb, browser = free_port(), free_port()

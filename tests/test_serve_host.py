@@ -106,6 +106,7 @@ def refused(host: str, port: int) -> bool:
         return True
 
 
+@pytest.mark.slow
 def test_serve_listens_on_loopback_only_by_default(tmp_path):
     """A real stack started with no address given: both servers listen on 127.0.0.1 alone (the kernel's table
     says so) and refuse a connection to this machine's other address, even where /.dockerenv exists."""

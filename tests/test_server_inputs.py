@@ -25,6 +25,7 @@ def one_error_line(result: subprocess.CompletedProcess) -> str:
     return line
 
 
+@pytest.mark.slow
 def test_a_missing_root_is_an_error_and_not_created(tmp_path):
     missing = tmp_path / "no" / "such" / "x"
     line = one_error_line(trace_browser("--root", str(missing)))
@@ -32,6 +33,7 @@ def test_a_missing_root_is_an_error_and_not_created(tmp_path):
     assert not (tmp_path / "no").exists()
 
 
+@pytest.mark.slow
 def test_a_root_that_is_a_file_is_named_as_such(tmp_path):
     trace = tmp_path / "a_file.json"
     trace.write_text('{"traceEvents": []}')

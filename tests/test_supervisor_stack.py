@@ -96,6 +96,7 @@ def stack(tmp_path_factory):
         stack["server"].stop()
 
 
+@pytest.mark.slow
 def test_tensorboard_shows_the_inference_run(stack):
     port = stack["tb"]
     wait_until(lambda: "first_run" in runs(port), 120, what="the inference's run in /runs")
@@ -121,6 +122,7 @@ def test_supervisorctl_status(stack):
     assert "RUNNING" in lines["tensorboard"] and "RUNNING" in lines["trace_browser"]
 
 
+@pytest.mark.slow
 def test_logs_reach_stdout_once(stack):
     """Each program's lines once per start (test_killed_tensorboard_... may have started TensorBoard again)."""
     def tensorboard_started_and_said_so():
@@ -135,6 +137,7 @@ def test_logs_reach_stdout_once(stack):
     assert len(re.findall(r"Trace browser: http://127\.0\.0\.1:\d+/", out)) == 1
 
 
+@pytest.mark.slow
 def test_profiler_capture_appears_without_restart_and_names_the_perfetto_page(stack):
     """A capture by the real profiler while the stack runs: a new run, and its log points at the trace browser."""
     pid_before = supervisorctl(stack["env"], "pid", "tensorboard").strip()
@@ -163,6 +166,7 @@ def test_trace_browser_lists_the_captures(stack):
     assert discovery["pid"] == int(supervisorctl(stack["env"], "pid", "trace_browser").strip())
 
 
+@pytest.mark.slow
 def test_killed_tensorboard_is_restarted_without_orphans(stack):
     env, port = stack["env"], stack["tb"]
     old_pid = int(supervisorctl(env, "pid", "tensorboard").strip())
@@ -177,6 +181,7 @@ def test_killed_tensorboard_is_restarted_without_orphans(stack):
     wait_until(lambda: "first_run" in runs(port), 60, what="runs after the restart")
 
 
+@pytest.mark.slow
 def test_sigterm_stops_everything(tmp_path):
     """Its own stack (stopping the module's would break the tests after it). The mechanism, not a stopwatch:
     every program ends on SIGTERM (none escalated to SIGKILL after stopwaitsecs), all children and their
@@ -199,6 +204,7 @@ def test_sigterm_stops_everything(tmp_path):
         server.stop()
 
 
+@pytest.mark.slow
 def test_failing_inference_leaves_tensorboard_up(tmp_path):
     server, env = start_stack(tmp_path, LIGHTX2V_INFER_CMD=f"{sys.executable} {CAPTURE} --fail",
                               LIGHTX2V_TRACE_BROWSER="0")
@@ -214,6 +220,7 @@ def test_failing_inference_leaves_tensorboard_up(tmp_path):
         server.stop()
 
 
+@pytest.mark.slow
 def test_default_inference_command(tmp_path):
     """No LIGHTX2V_INFER_CMD: the conf's default embedded tiny Qwen-Image run, profiled, shows in TensorBoard."""
     server, env = start_stack(tmp_path, LIGHTX2V_TRACE_BROWSER="0")

@@ -55,6 +55,7 @@ def api(port: int, route: str, run: str = H200_RUN, worker: str = H200_WORKER, *
     return f"http://127.0.0.1:{port}{PLUGIN}/{route}?{query}"
 
 
+@pytest.mark.slow
 def test_h200_operator_device_time(servers):
     """cuda_runtime/cuda_driver events count as runtime: GPU time lands on the operators that launched it."""
     def device_times(port):
@@ -70,6 +71,7 @@ def test_h200_operator_device_time(servers):
     assert runtime["value"] > 0
 
 
+@pytest.mark.slow
 def test_h200_kernel_view(servers):
     """The kernel view lists the trace's kernels, each attributed to the operator that launched it."""
     def kernels(port):
@@ -129,6 +131,7 @@ def test_cpu_capture_has_call_stacks_only_with_the_fix(servers):
     assert status == 500
 
 
+@pytest.mark.slow
 def test_new_run_and_late_rank_appear_without_restart(servers, tmp_path_factory):
     port, logdir = servers["patched"], servers["logdir"]
     trace = cpu_trace(tmp_path_factory.getbasetemp())
@@ -141,6 +144,7 @@ def test_new_run_and_late_rank_appear_without_restart(servers, tmp_path_factory)
     assert servers["server"].proc.poll() is None
 
 
+@pytest.mark.slow
 def test_half_written_file_is_read_again(servers, tmp_path_factory):
     port, logdir = servers["patched"], servers["logdir"]
     complete = cpu_trace(tmp_path_factory.getbasetemp()).read_bytes()
@@ -159,6 +163,7 @@ def test_half_written_file_is_read_again(servers, tmp_path_factory):
     wait_until(lambda: workers(port, "partial") == ["rank0_test", "rank1_test"], 30, what="the finished file")
 
 
+@pytest.mark.slow
 def test_removed_run_leaves_the_list(servers, tmp_path_factory):
     port, logdir = servers["patched"], servers["logdir"]
     land(cpu_trace(tmp_path_factory.getbasetemp()), logdir / "gone" / "rank0_test.pt.trace.json")
@@ -201,6 +206,7 @@ print(json.dumps({'interval': consts.MONITOR_RUN_REFRESH_INTERNAL_IN_SECONDS,
     assert state == {"interval": 1, "runtime_mapped": False}
 
 
+@pytest.mark.slow
 def test_launcher_defaults_and_skip_switch(tmp_path):
     """Default logdir is created under the cwd; LIGHTX2V_TB_SKIP_FIXES=all starts the stock plugin."""
     port = free_port()

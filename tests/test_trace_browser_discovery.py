@@ -11,6 +11,8 @@ import socket
 import subprocess
 import sys
 
+import pytest
+
 from lightx2v.utils.torch_trace_profiler import TRACE_BROWSER_DIR, TRACE_BROWSER_FILE, trace_browser_url
 
 from conftest import free_port, subprocess_env
@@ -49,6 +51,7 @@ def perfetto_line(workdir) -> str | None:
     return lines[0] if lines else None
 
 
+@pytest.mark.slow
 def test_a_second_browser_stopping_leaves_the_first_ones_page(tmp_path):
     root = tmp_path / "save_results"
     root.mkdir()
@@ -72,6 +75,7 @@ def test_a_second_browser_stopping_leaves_the_first_ones_page(tmp_path):
     assert perfetto_line(tmp_path) is None
 
 
+@pytest.mark.slow
 def test_a_killed_browsers_file_is_skipped_then_cleared(tmp_path):
     root = tmp_path / "save_results"
     root.mkdir()

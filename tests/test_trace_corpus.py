@@ -81,6 +81,7 @@ def hta(tmp_path_factory):
 
 
 @pytest.mark.parametrize("rel", list(AGAINST_HTA))
+@pytest.mark.slow
 def test_kernels_busy_steps_and_launchers_agree_with_hta(hta, rel):
     path, rows = hta[rel]
     r = analyze_trace(str(path))
@@ -123,6 +124,7 @@ def test_kernels_busy_steps_and_launchers_agree_with_hta(hta, rel):
         assert links.by_launch_chain + links.label_only >= 0.99 * links.with_launch_record
 
 
+@pytest.mark.slow
 def test_old_kineto_puts_the_correlation_id_in_external_id_and_the_chain_still_finds_the_ops():
     r = analyze_trace(str(CORPUS / "trace_diff/control/control.json.gz"))
     links = r.launch_links
@@ -138,6 +140,7 @@ def test_a_kernel_is_charged_to_the_op_that_launched_it_not_to_the_op_its_extern
     assert launchers == {"aten::uniform_"}  # its External id is the correlation id, which an aten::add carries
 
 
+@pytest.mark.slow
 def test_gpu_work_late_behind_the_host_stays_in_the_step_that_launched_it():
     r = analyze_trace(str(CORPUS / "ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"))
     assert [s.kernel_count for s in r.steps] == [870] * 5  # by GPU time: 285, 624, 870, 870, 870
@@ -150,6 +153,7 @@ def test_gpu_work_late_behind_the_host_stays_in_the_step_that_launched_it():
     ("timeline_analysis/sampled_rank-0.json.gz", "the GPU waits for the host to launch work"),
     ("critical_path/cuda_event_sync/event_sync_trace.json.gz", "the GPU waits for the host"),
 ])
+@pytest.mark.slow
 def test_the_idle_advice_names_the_cause_that_holds_the_idle_time(rel, advice):
     text = render_rank(analyze_trace(str(CORPUS / rel)))
     assert advice in text and "launch-bound" not in text
@@ -180,6 +184,7 @@ def test_the_corpus_is_small_and_licensed():
     assert "f4d0062c382f42bd8a74838bcdad1916c7d5d2da" in (CORPUS / "README.md").read_text()
 
 
+@pytest.mark.slow
 def test_the_overview_page_shows_idle_by_cause_and_the_sync_that_held_the_gpu():
     from lightx2v.trace_browser.overview import render_overview
     from lightx2v.trace_summary import summarize_paths

@@ -20,6 +20,7 @@ from conftest import H200_TRACE, free_port, subprocess_env
 from helpers.procs import Server, http_get, wait_until
 
 
+@pytest.mark.slow
 def test_list_overview_and_summary_print_the_same_size(tmp_path):
     root = tmp_path / "save_results"
     root.mkdir()

@@ -85,6 +85,7 @@ def test_logdir_means_its_newest_run(tmp_path):
     assert run["ranks"][0]["rank"] == 0  # from the worker name
 
 
+@pytest.mark.slow
 def test_plain_and_gzip_files_print_the_same_report(tmp_path):
     plain = tmp_path / "h200_dit_stack.pt.trace.json"
     plain.write_bytes(gzip.decompress(H200_TRACE.read_bytes()))
@@ -103,6 +104,7 @@ def assert_clear_error(proc: subprocess.CompletedProcess, *fragments: str) -> No
         assert fragment in lines[0], lines[0]
 
 
+@pytest.mark.slow
 def test_bad_paths_give_one_clear_line(tmp_path):
     assert_clear_error(cli(tmp_path / "missing.pt.trace.json"), "missing.pt.trace.json", "no such file or directory")
     (tmp_path / "empty").mkdir()
@@ -126,6 +128,7 @@ def test_bad_paths_give_one_clear_line(tmp_path):
     assert proc.stderr.splitlines() == [f"trace_summary: error: {tmp_path / 'missing.json'}: no such file or directory"]
 
 
+@pytest.mark.slow
 def test_usage_errors_exit_2(tmp_path):
     for args in ([], [H200_TRACE, "--top", "0"], [H200_TRACE, "--top", "x"]):
         proc = cli(*args)

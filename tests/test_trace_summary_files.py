@@ -40,6 +40,7 @@ def demo(tmp_path_factory) -> Path:
     return cwd
 
 
+@pytest.mark.slow
 def test_the_summary_reads_the_demos_own_save_results(demo):
     results = demo / "save_results"
     assert {"qwen_image_t2i.png", "qwen_image_t2i.json", "qwen_image_t2i.pt", "torch_profile"} <= \
@@ -69,6 +70,7 @@ def test_the_summary_reads_the_demos_own_save_results(demo):
         assert line.startswith(f"trace_summary: error: save_results/{name}: {problem}"), line
 
 
+@pytest.mark.slow
 def test_all_four_places_agree_on_the_demos_folder_with_a_chrome_trace(demo, tmp_path):
     work = tmp_path / "work"
     shutil.copytree(demo, work)
@@ -140,6 +142,7 @@ def damaged_run(directory: Path) -> tuple[Path, Path]:
     return good, cut
 
 
+@pytest.mark.slow
 def test_one_damaged_rank_leaves_the_others_reported(tmp_path):
     good, cut = damaged_run(tmp_path / "torch_profile" / "20261201-000000_run")
     alone = cli(good).stdout

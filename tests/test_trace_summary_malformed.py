@@ -11,6 +11,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from lightx2v.trace_summary.analyze import analyze_trace
 
 from conftest import subprocess_env
@@ -101,6 +103,7 @@ def test_the_report_and_json_say_what_was_skipped(tmp_path):
         {"field": "dur", "problem": "negative", "count": 2, "example": "bad_kernel", "dropped": True}]
 
 
+@pytest.mark.slow
 def test_an_empty_trace_says_so_instead_of_top_0(tmp_path):
     for events in ([], [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "x"}}]):
         proc = cli(write(tmp_path, "empty.json", events))

@@ -99,6 +99,7 @@ def test_without_memory_events_one_line_says_how_to_record_them(traces, tmp_path
     assert "profile_memory=True" not in on
 
 
+@pytest.mark.slow
 def test_json_and_the_capture_summary_file_carry_the_memory_answers(traces):
     proc = subprocess.run([sys.executable, "-m", "lightx2v.trace_summary", str(traces["leak"]), "--json"],
                           capture_output=True, text=True, timeout=120, env=subprocess_env())

@@ -99,6 +99,7 @@ def scaled(trace: Path, out: Path, factor: float) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_a_change_smaller_than_the_noise_rule_reads_as_no_change(tmp_path):
     base = capture(tmp_path, "base")
     new = scaled(base, tmp_path / "same_code.pt.trace.json", 1.01)

@@ -77,6 +77,7 @@ def test_compose_files_are_valid_for_compose_v5():
     assert merged.returncode == 0, merged.stderr
 
 
+@pytest.mark.slow
 def test_compose_file_matches_the_compose_spec_schema():
     # Only compose.yaml: the CI override's `!reset` tags are Compose's own YAML extension, which
     # check-jsonschema's parser rejects; `docker-compose config` above validates the merged result.

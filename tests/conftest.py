@@ -40,6 +40,7 @@ def missing_tool(what: str) -> NoReturn:
 DOCKER_GROUP = "docker-engine"
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group into each test's id
 def pytest_collection_modifyitems(items):
     for item in items:
         if any(item.get_closest_marker(name) for name in HEAVY_MARKERS) and not item.get_closest_marker("slow"):

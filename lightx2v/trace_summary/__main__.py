@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "989,4.8), instead of the peak table's row for the trace's GPU; for CPUs and GPUs "
                              "not in the table")
     parser.add_argument("--json", action="store_true",
-                        help="print JSON (schema lightx2v.trace_summary/2, with --diff lightx2v.trace_summary.diff/2; "
+                        help="print JSON (schema lightx2v.trace_summary/3, with --diff lightx2v.trace_summary.diff/2; "
                              "see docs/trace_summary.md) instead of text")
     return parser
 

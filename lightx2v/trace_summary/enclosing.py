@@ -2,6 +2,7 @@
 
     ops = Enclosing(c.op_thread, c.op_ts, c.op_dur)
     ops.innermost(thread, call_ts, call_ts + call_dur)   # index of the innermost op around the call, or NONE
+    for i, parent in ops.walk(): ...                     # each interval with the one enclosing it (frames)
 
 Intervals on one thread nest (kineto writes a thread's ops and labels as a stack), so after sorting a thread's
 intervals by (start, -duration) each one's parent is the nearest earlier interval still open at its start. The
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 NONE = -1
 
@@ -39,6 +40,12 @@ class Enclosing:
                 parent.append(stack[-1] if stack else NONE)
                 stack.append(pos)
             self.threads[t] = ([ts[i] for i in idx], idx, parent)
+
+    def walk(self) -> Iterator[tuple[int, int]]:
+        """Every interval as (index, its parent's index or NONE), parents before their children."""
+        for _, idx, parent in self.threads.values():
+            for i, p in zip(idx, parent, strict=True):
+                yield i, idx[p] if p != NONE else NONE
 
     def innermost(self, thread: int, lo: float, hi: float) -> int:
         """The index of the innermost interval on ``thread`` with start <= lo and end >= hi; NONE when none."""

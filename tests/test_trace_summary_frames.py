@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from lightx2v.trace_summary.__main__ import main
 from lightx2v.trace_summary.analyze import analyze_trace
 from lightx2v.trace_summary.frames import LIBRARY, MODULE, USER, frame_kind, location
+from lightx2v.trace_summary.hook import log_lines
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "h200_dit_stack.pt.trace.json.gz"
@@ -172,3 +174,94 @@ def test_a_cpu_capture_charges_op_time_and_allocations_to_the_users_functions(cp
         assert rows[function].alloc_bytes == pytest.approx(allocated[name]) and allocated[name] > 0
     assert rows["mlp"].top_op == "aten::mm" and rows["mlp"].cpu_self_us > 0
     assert "run" not in rows  # the profiler's own wrapper is folded
+
+
+@pytest.fixture(scope="module")
+def walked_gpu():
+    """Per GPU event (kernels and memsets): (dur, names of the frames around its launch): a plain walk."""
+    ev = _events(FIXTURE)
+    calls = {e["args"]["correlation"]: e for e in ev
+             if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    frames = [e for e in ev if e.get("cat") == "python_function"]
+    out = []
+    for k in ev:
+        if k.get("cat") in ("kernel", "gpu_memset"):
+            call = calls[k["args"]["correlation"]]
+            out.append((k["dur"], {f["name"] for f in _around(frames, call["tid"], call["ts"],
+                                                                 call["ts"] + call["dur"])}))
+    return out
+
+
+def _is_module(name: str) -> bool:
+    return name.startswith("nn.Module: ") and not re.match(r"nn\.Module: (Sequential|Block)_", name)
+
+
+def test_the_text_section_json_and_log_line(walked_gpu, capsys):
+    forward = sum(d for d, names in walked_gpu if FORWARD in names)
+    own = sum(d for d, names in walked_gpu if FORWARD in names and not any(_is_module(n) for n in names))
+    assert main([str(FIXTURE), "--top", "3"]) == 0
+    text = capsys.readouterr().out
+    section = text[text.index("Where in your code"):]
+    assert f"{forward / 1000:8.3f} {own / 1000:8.3f}  100.0" in section
+    assert "gpu_anchor.py:21 forward  (aten::linear)" in section and "Frame tree" not in text
+    linear_row = next(line for line in section.splitlines() if line.endswith("  Linear"))
+    assert linear_row.split()[:2] == [f"{sum(d for d, n in walked_gpu if any('Linear_' in x for x in n)) / 1000:.3f}",
+                                      "71.6"]
+    assert main([str(FIXTURE), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "lightx2v.trace_summary/3"
+    f = doc["runs"][0]["ranks"][0]["frames"]
+    assert f["frames"][0]["frame"] == FORWARD and f["frames"][0]["gpu_us"] == round(forward, 3)
+    assert {m["module_class"]: m["instances"] for m in f["modules"]} == {"Sequential": 1, "Block": 12, "Linear": 48,
+                                                                          "LayerNorm": 24}
+    lines = log_lines(analyze_trace(str(FIXTURE)), "x")
+    assert f"where in your code: gpu_anchor.py:21 forward {own / 1000:.3f} ms/step self" in lines[-2]
+
+
+def test_frames_prints_the_tree_and_all_frames_unfolds_it(walked_gpu, capsys):
+    assert main([str(FIXTURE), "--frames"]) == 0
+    tree = capsys.readouterr().out.split("Frame tree", 1)[1]
+    block0 = sum(d for d, names in walked_gpu if "nn.Module: Block_0" in names)
+    assert f"{block0 / 1000:8.3f}    0.000" in tree and "nn.Module: Block_0" in tree
+    assert "nn.Module: Linear_2  <- aten::linear" in tree and "torch/nn" not in tree
+    assert main([str(FIXTURE), "--frames", "--all-frames"]) == 0
+    out = capsys.readouterr().out
+    assert "every frame" in out and "_call_impl (modules/module.py:1783)" in out.split("Frame tree", 1)[1]
+
+
+def _read_collapsed(path: Path) -> list[tuple[list[str], int]]:
+    """flamegraph.pl's input rule: the count after the last space, the frames split at ';'."""
+    out = []
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        out.append((stack.split(";"), int(count)))
+    return out
+
+
+def test_collapsed_stacks_read_back(walked_gpu, tmp_path, capsys):
+    out = tmp_path / "h200.collapsed"
+    assert main([str(FIXTURE), "--collapsed", str(out)]) == 0
+    assert f"wrote {out} (gpu collapsed stacks" in capsys.readouterr().err
+    stacks = _read_collapsed(out)
+    forward = sum(d for d, names in walked_gpu if FORWARD in names)
+    total = sum(d for d, _ in walked_gpu)
+    # values are integer nanoseconds per step: each line rounds by at most 0.5 ns
+    assert abs(sum(v for s, v in stacks if "forward (gpu_anchor.py:21)" in s) - forward * 1000) <= len(stacks)
+    assert abs(sum(v for _, v in stacks) - total * 1000) <= len(stacks)
+    assert all(s[0] == "<module> (gpu_anchor.py:86)" and s[-1].startswith("aten::") for s, _ in stacks)
+    linear = sum(d for d, names in walked_gpu if any("Linear_" in n for n in names))
+    assert abs(sum(v for s, v in stacks if s[-2].startswith("nn.Module: Linear_")) - linear * 1000) <= len(stacks)
+    # a trace without frames is a data error, named
+    assert main([str(REPO / "tests" / "fixtures" / "hta" / "cpu_only"), "--collapsed", str(tmp_path / "x")]) == 1
+    assert "--collapsed: no Python frames in this trace" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_collapsed_memory_stacks_of_a_cpu_capture(cpu_capture, tmp_path):
+    out = tmp_path / "mem.txt"
+    assert main([str(cpu_capture), "--collapsed", str(out), "--collapsed-value", "memory"]) == 0
+    f = analyze_trace(str(cpu_capture)).frames
+    stacks = _read_collapsed(out)
+    mlp = next(r for r in f.frames if r.function == "mlp")
+    assert abs(sum(v for s, v in stacks if "mlp (two_functions.py:29)" in s) - mlp.alloc_bytes) <= len(stacks)
+    assert any(s[-1] == "aten::mm" for s, _ in stacks)

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lightx2v.trace_browser.files import Trace
+from lightx2v.trace_browser.flame import FLAME_STYLE, diff_flame_section
 from lightx2v.trace_browser.overview import BUSY, CPU, IDLE, WARN, bar
 from lightx2v.trace_files import is_json_trace_name
 from lightx2v.trace_summary.diff import ADDED, REMOVED, Delta, RankDiff, RunDiff, pair_label
@@ -239,6 +240,7 @@ def _rank_pair(rd: RankDiff, base: RankSummary | None, new: RankSummary | None, 
         out.append(f"<h2>{_e(who)}{_e(rd.base_worker)} → {_e(rd.new_worker)}</h2>")
         out.append(f"<p class=verdict>{_e(rd.verdict)}</p>")
     out.append(_figures(rd))
+    out.append(diff_flame_section(base, new))
     if base is not None and new is not None:
         out.append(f"<{h3}>Steps, BASE over NEW</{h3}>" + _paired_steps(base, new))
     cpu_ops = f"<{h3}>CPU ops by change of self time per step</{h3}>" + _cpu_ops(rd)
@@ -427,3 +429,4 @@ select {{ font: inherit; max-width: 60em; }}
 {body}
 </body></html>
 """.replace("{faster}", FASTER).replace("{slower}", SLOWER)
+_PAGE = _PAGE.replace("</style></head>", FLAME_STYLE.replace("{", "{{").replace("}", "}}") + "</style></head>")

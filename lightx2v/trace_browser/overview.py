@@ -19,6 +19,7 @@ from lightx2v.trace_summary.model import DeviceMemory, IdleStats, MemorySummary,
 from lightx2v.trace_summary.render import format_bytes, format_ms, format_pct, format_signed_bytes
 from lightx2v.trace_summary.steps import cause_times, idle_advice
 
+from .flame import FLAME_STYLE, flame_section
 from .roofline import ROOFLINE_STYLE, roofline_section
 
 BAR_WIDTH = 220
@@ -120,6 +121,7 @@ def _rank_section(r: RankSummary, timeline: str | None, several: bool) -> str:
     if r.idle is not None:
         out.append(_idle(r.idle))
     out.append(roofline_section(r.efficiency))
+    out.append(flame_section(r))
     out.append(_kernels(r))
     out.append(_memory(r))
     out.append(_cpu_ops(r))
@@ -330,3 +332,4 @@ table.memory-steps, table.memory-ops, table.snapshot-sites {{ margin-top: .8em; 
 </body></html>
 """.replace("{warn}", WARN).replace("</style></head>", ROOFLINE_STYLE.replace("{", "{{").replace("}", "}}")
                                     + "</style></head>")
+_PAGE = _PAGE.replace("</style></head>", FLAME_STYLE.replace("{", "{{").replace("}", "}}") + "</style></head>")

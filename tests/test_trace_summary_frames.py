@@ -21,11 +21,14 @@ import pytest
 
 from lightx2v.trace_summary import compare_runs, diff_to_json, summarize_paths
 from lightx2v.trace_summary.__main__ import main
-from lightx2v.trace_summary.analyze import analyze_trace
+from lightx2v.trace_summary.analyze import analyze_trace, summarize_collected
+from lightx2v.trace_summary.collect import SKIP_HEAD_FRAMES, Collected
 from lightx2v.trace_summary.diff import compare_ranks
-from lightx2v.trace_summary.frames import LIBRARY, MODULE, USER, frame_kind, location
+from lightx2v.trace_summary.flops import MODELED
+from lightx2v.trace_summary.frames import LIBRARY, MODULE, SKIP_HEAD_FOLDED, USER, frame_kind, keeps, location
 from lightx2v.trace_summary.hook import log_lines
 from lightx2v.trace_summary.noise import REAL
+from lightx2v.trace_summary.reader import TraceStream
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "h200_dit_stack.pt.trace.json.gz"
@@ -75,7 +78,8 @@ def test_the_issue_figures_on_the_h200_fixture(walked, fixture_summary):
     assert (round(forward / 1000, 3), round(linear / 1000, 3), round(sdpa / 1000, 3)) == (21.439, 15.337, 4.243)
 
     f = fixture_summary.frames
-    assert f.steps == 1 and f.frame_events == 1246 and f.folded and f.gpu
+    # the frames kept: gpu_anchor.py's (1 + 1 + 12) and the nn.Module ones (1 + 12 + 72); the other 1,147 fold
+    assert f.steps == 1 and f.frame_events == 99 and f.folded and f.gpu
     row = next(r for r in f.frames if r.frame == FORWARD)
     assert row.kernel_us == pytest.approx(forward) and row.calls == 12
     assert (row.location, row.function, row.kind, row.top_op) == ("gpu_anchor.py:21", "forward", USER, "aten::linear")
@@ -112,7 +116,7 @@ def test_folding_keeps_the_users_frames_and_shows_the_rest_on_request(fixture_su
     tree = fixture_summary.tables.frames
     assert not any(k == LIBRARY for k in tree.kinds) and "torch/nn/modules/linear.py(130): forward" not in tree.names
     everything = analyze_trace(str(FIXTURE), folded=False)
-    assert not everything.frames.folded
+    assert not everything.frames.folded and everything.frames.frame_events == 1246
     rows = {r.frame: r for r in everything.frames.frames}
     # unfolded, torch's Linear.forward is a frame of its own and takes the GEMMs from the user's forward's self
     assert rows["torch/nn/modules/linear.py(130): forward"].kind == LIBRARY
@@ -308,3 +312,24 @@ def test_the_diff_says_when_a_side_has_no_frames(fixture_summary):
     assert line.startswith("where in your code: BASE has no Python frames")
     same = compare_ranks(fixture_summary, fixture_summary).frames
     assert same.line == "where in your code: no frame's time changed" and same.value == "gpu"
+
+
+def test_the_frames_skipped_undecoded_are_the_ones_folding_drops(tmp_path):
+    """SKIP_HEAD_FOLDED drops most library frames before decoding: the same answers as decoding every frame and
+    dropping them by their name, and each frame it skips is one ``frame_kind`` folds."""
+    raw = gzip.decompress(FIXTURE.read_bytes())
+    heads = [m.end() for m in re.finditer(rb"\{", raw)]
+    skip = re.compile(SKIP_HEAD_FOLDED)
+    skipped = [json.JSONDecoder().raw_decode(raw.decode(), pos - 1)[0] for pos in heads if skip.match(raw, pos)]
+    frames = [e for e in skipped if e.get("cat") == "python_function"]
+    assert len(frames) > 1000 and all(frame_kind(e["name"]) == LIBRARY for e in frames)
+
+    def summary(skip_head):
+        stream = TraceStream(str(FIXTURE), skip_head=skip_head)
+        c = Collected(shapes_of=MODELED, frames=keeps(True))
+        for batch in stream.batches():
+            c.feed(batch)
+        return summarize_collected(c, str(FIXTURE), stream, 10)
+
+    fast, slow = summary(SKIP_HEAD_FOLDED), summary(SKIP_HEAD_FRAMES)
+    assert fast.frames == slow.frames and fast.tables.frames == slow.tables.frames

@@ -23,7 +23,7 @@ from .cpu_ops import cpu_op_stats
 from .devices import devices, rank_and_world, versions
 from .efficiency import TARGET_PCT, efficiency
 from .flops import MODELED
-from .frames import frame_summary, frame_tree
+from .frames import SKIP_HEAD_FOLDED, frame_summary, frame_tree, keeps
 from .kernels import gpu_work
 from .launch import launch_chain
 from .model import PeakSpec, RankSummary, RankTables, SkippedEvents
@@ -48,8 +48,10 @@ def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | N
     ``with_frames=False`` the Python frames (never decoded then; benchmarks/bench_frames.py); ``folded=False``
     keeps torch's, the standard library's and site-packages' frames in the frame tree (``frames``).
     """
-    stream = TraceStream(path, skip_head=SKIP_HEAD_FRAMES if with_frames else SKIP_HEAD, on_read=on_read)
-    c = Collected(shapes_of=MODELED if with_efficiency else frozenset(), frames=with_frames)
+    skip = (SKIP_HEAD_FOLDED if folded else SKIP_HEAD_FRAMES) if with_frames else SKIP_HEAD
+    stream = TraceStream(path, skip_head=skip, on_read=on_read)
+    c = Collected(shapes_of=MODELED if with_efficiency else frozenset(),
+                  frames=keeps(folded) if with_frames else None)
     mem = memory.MemoryEvents(c.count_malformed)
     c.attach(mem)
     for batch in stream.batches():

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 import sys
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 
 from .collect import Collected
@@ -47,6 +47,11 @@ MODULE_PREFIX = "nn.Module: "
 # Top-level packages whose frames are library code even when the profiler writes their path relative to
 # sys.path (it does: "torch/nn/modules/module.py(1783): _call_impl", no site-packages in it).
 LIBRARY_ROOTS = frozenset({"torch", "torchvision", "torchaudio", "torchgen", "functorch", "triton"})
+# The reader's skip pattern with folding (``reader.TraceStream(skip_head=...)``): flow arrows and the frames this
+# rule folds that kineto writes most (built-ins, torch's files, frozen stdlib modules), recognised from their
+# first bytes and never decoded; the other library frames are decoded and dropped by ``keeps``.
+SKIP_HEAD_FOLDED = (rb'\s*"ph"\s*:\s*(?:"[fs]"|"X"\s*,\s*"cat"\s*:\s*"python_function"\s*,\s*"name"\s*:\s*'
+                    rb'"(?:<built-in |<frozen |torch/))')
 PROFILER_FILE = "torch_trace_profiler.py"  # the drop-in's own frames (its run wrapper) around every capture
 _FRAME_RE = re.compile(r"^(.*)\((\d+)\): (.*)$")
 _STDLIB_PATH_RE = re.compile(r"(?:^|/)lib/python\d+(?:\.\d+)?/")
@@ -72,6 +77,13 @@ def frame_kind(name: str) -> str:
     if head in LIBRARY_ROOTS or (head in sys.stdlib_module_names and head != "__main__"):
         return LIBRARY
     return USER
+
+
+def keeps(folded: bool) -> Callable[[str], bool]:
+    """The pass's rule for which frames to keep (``collect.Collected(frames=...)``): all, or all but LIBRARY."""
+    if not folded:
+        return lambda name: True
+    return lambda name: frame_kind(name) != LIBRARY
 
 
 def location(name: str) -> tuple[str, str]:
@@ -105,7 +117,7 @@ def frame_tree(c: Collected, chain: LaunchChain, steps: Steps, tree: OpTree, mem
     ``mem`` must be finished (``memory.summarize`` finishes it); its timestamps are the trace's own."""
     if not len(c.fr_ts):
         return None
-    frame_names = list(c.frame_names)
+    frame_names = c.frame_kept
     keep = [not folded or frame_kind(n) != LIBRARY for n in frame_names]
     frames = Enclosing(c.fr_thread, c.fr_ts, c.fr_dur)
     b = _Builder(len(steps.steps))
@@ -118,41 +130,101 @@ def frame_tree(c: Collected, chain: LaunchChain, steps: Steps, tree: OpTree, mem
             up = b.child(up, frame_names[n])
             b.calls[up] += 1
         node_of[i] = up
-    innermost = frames.innermost
+    around = _Around(c, frames, node_of, tree)
     op_names = list(c.names)
     root, op_name = tree.root, c.op_name
-    gpu_keys = list(c.gpu_names)
 
     def top_op(o: int) -> str:
         return op_names[op_name[root[o]]] if o != NONE else ""
 
-    rt_thread, rt_ts, rt_dur = c.rt_thread, c.rt_ts, c.rt_dur
-    op_thread, op_ts, op_dur = c.op_thread, c.op_ts, c.op_dur
+    is_kernel = [key.__class__ is str for key in c.gpu_names]
+    gpu: dict[tuple[int, int], list[float]] = {}  # (node, top-level op name id) -> [GPU, kernel] time
+    g_dur, g_name, call, op = c.g_dur, c.g_name, chain.call, chain.op
     for g, k in enumerate(steps.of_gpu):
         if k == NONE:
             continue
-        i, o = chain.call[g], chain.op[g]
-        if i != NONE:
-            f = innermost(rt_thread[i], rt_ts[i], rt_ts[i] + rt_dur[i])
-        elif o != NONE:
-            f = innermost(op_thread[o], op_ts[o], op_ts[o] + op_dur[o])
-        else:
-            f = NONE
-        b.gpu(node_of[f] if f != NONE else 0, top_op(o), k, c.g_dur[g], gpu_keys[c.g_name[g]].__class__ is str)
+        o = op[g]
+        node = around.launch(call[g], o)
+        key = (node, op_name[root[o]] if o != NONE else NONE)
+        row = gpu.get(key)
+        if row is None:
+            row = gpu[key] = [0.0, 0.0]
+        d = g_dur[g]
+        row[0] += d
+        if is_kernel[g_name[g]]:
+            row[1] += d
+        b.step_gpu_add(node, k, d)
+    for (node, n), (total, kernel) in gpu.items():
+        b.gpu(node, op_names[n] if n != NONE else "", total, kernel)
     starts = [lo for lo, _ in steps.cpu_spans]
     ends = [hi for _, hi in steps.cpu_spans]
     child = tree.child_us
-    for o, ts in enumerate(op_ts):
+    cpu: dict[tuple[int, int], float] = {}  # (node, top-level op name id) -> self time
+    op_dur = c.op_dur
+    for o, ts in enumerate(c.op_ts):
         self_us = op_dur[o] - child[o]
         if self_us <= 0.0:
             continue
         k = bisect_right(starts, ts) - 1
         if k < 0 or ts > ends[k]:
             continue
-        f = innermost(op_thread[o], ts, ts + op_dur[o])
-        b.cpu(node_of[f] if f != NONE else 0, top_op(o), k, self_us)
+        node = around.op(o)
+        key = (node, op_name[root[o]])
+        cpu[key] = cpu.get(key, 0.0) + self_us
+        b.step_cpu_add(node, k, self_us)
+    for (node, n), us in cpu.items():
+        b.cpu(node, op_names[n], us)
     device = _allocations(c, mem, b, frames, node_of, chain.ops, top_op, starts, ends) if mem is not None else ""
     return b.tree(device)
+
+
+MIXED = -2  # a top-level op with frames inside it (Python called back from the op): its ops are looked up each
+
+
+class _Around:
+    """The node of the innermost kept frame around an op or a launch. One frame lookup per top-level op: when no
+    frame starts inside it, every op and runtime call inside it has that op's innermost frame; otherwise (Python
+    called back from inside an op) each is looked up on its own."""
+
+    def __init__(self, c: Collected, frames: Enclosing, node_of: array, tree: OpTree) -> None:
+        self.c, self.frames, self.node_of, self.root = c, frames, node_of, tree.root
+        self.starts = {t: found[0] for t, found in frames.threads.items()}
+        self.of_root: dict[int, int] = {}
+
+    def _node(self, thread: int, lo: float, hi: float) -> int:
+        f = self.frames.innermost(thread, lo, hi)
+        return self.node_of[f] if f != NONE else 0
+
+    def _root(self, o: int) -> int:
+        r = self.root[o]
+        node = self.of_root.get(r)
+        if node is None:
+            c = self.c
+            t, lo = c.op_thread[r], c.op_ts[r]
+            hi = lo + c.op_dur[r]
+            starts = self.starts.get(t)
+            pos = bisect_left(starts, lo) if starts is not None else 0
+            inside = starts is not None and pos < len(starts) and starts[pos] <= hi
+            node = self.of_root[r] = MIXED if inside else self._node(t, lo, hi)
+        return node
+
+    def op(self, o: int) -> int:
+        node = self._root(o)
+        if node != MIXED:
+            return node
+        c = self.c
+        return self._node(c.op_thread[o], c.op_ts[o], c.op_ts[o] + c.op_dur[o])
+
+    def launch(self, i: int, o: int) -> int:
+        """GPU work launched by runtime call ``i`` (NONE: not recorded) inside op ``o`` (NONE: none known)."""
+        if o != NONE:
+            node = self._root(o)
+            if node != MIXED:
+                return node
+        c = self.c
+        if i != NONE:
+            return self._node(c.rt_thread[i], c.rt_ts[i], c.rt_ts[i] + c.rt_dur[i])
+        return self.op(o) if o != NONE else 0
 
 
 def _allocations(c: Collected, mem: MemoryEvents, b: _Builder, frames: Enclosing, node_of: array,
@@ -209,21 +281,24 @@ class _Builder:
             row = self.ops[(node, op)] = [0.0, 0.0, 0.0, 0.0]
         return row
 
-    def gpu(self, node: int, op: str, step: int, us: float, is_kernel: bool) -> None:
+    def gpu(self, node: int, op: str, us: float, kernel_us: float) -> None:
         v, row = self.values[node], self._op(node, op)
         v[0] += us
         row[0] += us
-        if is_kernel:
-            v[1] += us
-            row[1] += us
+        v[1] += kernel_us
+        row[1] += kernel_us
+
+    def cpu(self, node: int, op: str, us: float) -> None:
+        self.values[node][2] += us
+        self._op(node, op)[2] += us
+
+    def step_gpu_add(self, node: int, step: int, us: float) -> None:
         series = self.step_gpu.get(node)
         if series is None:
             series = self.step_gpu[node] = [0.0] * self.steps
         series[step] += us
 
-    def cpu(self, node: int, op: str, step: int, us: float) -> None:
-        self.values[node][2] += us
-        self._op(node, op)[2] += us
+    def step_cpu_add(self, node: int, step: int, us: float) -> None:
         series = self.step_cpu.get(node)
         if series is None:
             series = self.step_cpu[node] = [0.0] * self.steps

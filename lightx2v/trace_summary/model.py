@@ -428,7 +428,7 @@ class Frames:
     Values are per step (means over the steps), over the work inside the steps.
     """
 
-    frame_events: int
+    frame_events: int  # the Python frame events kept: your code's and nn.Module's (every one with --all-frames)
     folded: bool  # True: torch, stdlib, site-packages and built-in frames folded into their caller
     steps: int
     gpu: bool  # the trace has GPU work

@@ -411,13 +411,16 @@ def _top_ops(tree: FrameTree, names: Iterable[str], column: int) -> dict[str, st
 
 
 def frame_summary(tree: FrameTree, frame_events: int, folded: bool, has_gpu: bool, top: int) -> Frames:
-    """The answer for the text summary and --json: the top frames and the nn.Module classes."""
+    """The answer for the text summary and --json: the top frames and the nn.Module classes.
+
+    Frames rank by self time (GPU, then CPU op time), inclusive breaking ties: the lines where the time is spent,
+    not the entry chain (``<module>`` -> ``main`` -> ...) that holds all of it; the tree shows that."""
     rows = per_frame(tree)
     gpu_total, cpu_total = sum(tree.gpu_us), sum(tree.cpu_us)
     kinds = dict(zip(tree.names, tree.kinds, strict=True))
     ranked = sorted((name for name in rows if kinds[name] != MODULE),
-                    key=lambda name: (-rows[name]["gpu"], -rows[name]["gpu_self"], -rows[name]["cpu"],
-                                      -rows[name]["cpu_self"], name))[:top]
+                    key=lambda name: (-rows[name]["gpu_self"], -rows[name]["gpu"], -rows[name]["cpu_self"],
+                                      -rows[name]["cpu"], name))[:top]
     ops = _top_ops(tree, ranked, 0 if has_gpu and gpu_total else 2)
     frames = []
     for name in ranked:

@@ -438,7 +438,7 @@ class Frames:
     memory_device: str  # "cuda", "cpu", or "" without allocations
     unattributed_gpu_us: float  # with no frame around its launch
     unattributed_cpu_us: float
-    frames: list[FrameStat]  # user frames, most GPU time first (ties: most self, then CPU): the --top first
+    frames: list[FrameStat]  # user frames, most self GPU time first, then self CPU op time: the --top first
     modules: list[ModuleStat]  # by class, most GPU time first (then CPU time)
 
 

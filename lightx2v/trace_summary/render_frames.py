@@ -26,7 +26,8 @@ def frames_lines(f: Frames | None) -> list[str]:
     if f is None:
         return []
     folded = "torch, stdlib, site-packages folded into their caller" if f.folded else "every frame"
-    head = f"Where in your code (Python frames, per step of {f.steps}; {folded}; --frames: the tree)"
+    head = (f"Where in your code (Python frames by self time, per step of {f.steps}; {folded}; --frames: the "
+            "tree)")
     lines = ["", head]
     if not f.frames:
         return [*lines, "  no frames of your code around the work in the steps"]

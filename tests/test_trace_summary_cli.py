@@ -47,7 +47,7 @@ def test_json_output_has_the_documented_fields():
     assert set(rank) == {"file", "size_bytes", "compressed", "worker", "rank", "world_size", "devices", "versions",
                          "event_count", "trace_span_us", "steps", "gpu", "idle", "top_kernels", "top_cpu_ops",
                          "cpu_self_total_us", "memory_ops", "gpu_comm_us", "notes", "skipped_events", "memory",
-                         "launch_links", "efficiency"}
+                         "launch_links", "efficiency", "frames"}
     assert rank["skipped_events"] == []  # a real trace: nothing malformed
     (step,) = rank["steps"]
     assert set(step) == {"name", "number", "start_us", "wall_us", "cpu_us", "gpu_busy_us", "gpu_busy_pct",
@@ -148,8 +148,9 @@ def test_capture_hook_writes_atomically_and_returns_short_lines(tmp_path):
     trace = tmp_path / "rank0_host.pt.trace.json.gz"
     shutil.copy(H200_TRACE, trace)
     lines = write_capture_summary(str(trace))
-    assert 3 <= len(lines) <= 7 and all(len(line) <= 100 for line in lines[:-1])  # the last: a path
-    assert lines[-2].startswith("efficiency: no op shapes: record_shapes=True")
+    assert 3 <= len(lines) <= 8 and all(len(line) <= 100 for line in lines[:-1])  # the last: a path
+    assert lines[-3].startswith("efficiency: no op shapes: record_shapes=True")
+    assert lines[-2].startswith("where in your code: gpu_anchor.py:21 forward")
     assert lines[0].startswith("ProfilerStep#4: ") and "GPU busy" in lines[0]
     assert any("nvjet_sm90" in line for line in lines) and lines[-1] == f"summary: {trace}.summary.txt"
     summary = Path(f"{trace}.summary.txt").read_text()

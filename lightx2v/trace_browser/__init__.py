@@ -2,6 +2,8 @@
 offline views (Timeline, Overview) that need no internet in the browser.
 
 `python -m lightx2v.trace_browser` serves the results root (default `save_results`); see `server`. Modules:
-`files` (what is a trace, safe paths), `page` (the list), `offline` (the offline views' routes and links),
-`timeline` and `overview` (those two pages).
+`files` (what is a trace, safe paths), `html_page` (the one page base: CSS, fill, cells), `page` (the list),
+`offline` (the offline views' routes and links), `timeline`, `overview` with its sections `roofline` (how far
+from the limit) and `flame` (where in your code), `compare` (two captures), `capture_panel` (the Capture
+button).
 """

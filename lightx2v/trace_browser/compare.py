@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lightx2v.trace_browser.files import Trace
+from lightx2v.trace_browser.flame import FLAME_STYLE, diff_flame_section
 from lightx2v.trace_files import is_json_trace_name
 from lightx2v.trace_summary.diff import ADDED, REMOVED, Delta, RankDiff, RunDiff, pair_label
 from lightx2v.trace_summary.model import RankSummary, RunSummary
@@ -218,6 +219,7 @@ def _rank_pair(rd: RankDiff, base: RankSummary | None, new: RankSummary | None, 
         out.append(f"<h2>{escape(who)}{escape(rd.base_worker)} → {escape(rd.new_worker)}</h2>")
         out.append(f"<p class=verdict>{escape(rd.verdict)}</p>")
     out.append(_figures(rd))
+    out.append(diff_flame_section(base, new))
     if base is not None and new is not None:
         out.append(f"<{h3}>Steps, BASE over NEW</{h3}>" + _paired_steps(base, new))
     cpu_ops = f"<{h3}>CPU ops by change of self time per step</{h3}>" + _cpu_ops(rd)
@@ -396,4 +398,4 @@ tr.new-step td { border-bottom: 1px solid #bbb; } tr.base-step td { border-botto
 td.side { color: #555; font-size: .85em; }
 svg.delta { vertical-align: middle; background: #f4f4f4; }
 select { font: inherit; max-width: 60em; }
-"""
+""" + FLAME_STYLE

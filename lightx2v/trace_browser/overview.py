@@ -16,6 +16,7 @@ from lightx2v.trace_summary.model import DeviceMemory, IdleStats, MemorySummary,
 from lightx2v.trace_summary.render import format_bytes, format_signed_bytes
 from lightx2v.trace_summary.steps import cause_times, idle_advice
 
+from .flame import FLAME_STYLE, flame_section
 from .html_page import BAR_WIDTH, BUSY, CPU, IDLE, WARN, bar, escape, ms, name_cell, num_cell, page, pct, table
 from .roofline import ROOFLINE_STYLE, roofline_section
 
@@ -86,6 +87,7 @@ def _rank_section(r: RankSummary, timeline: str | None, several: bool) -> str:
     if r.idle is not None:
         out.append(_idle(r.idle))
     out.append(roofline_section(r.efficiency))
+    out.append(flame_section(r))
     out.append(_kernels(r))
     out.append(_memory(r))
     out.append(_cpu_ops(r))
@@ -285,4 +287,4 @@ td.name { max-width: 60em; } .path { color: #555; }
 tr.straggler td { background: #fdecea; } .straggler-line strong, .flagged { color: """ + WARN + """; }
 svg.memory-curve { display: block; background: #f4f4f4; } tr.grew td { background: #fdecea; }
 table.memory-steps, table.memory-ops, table.snapshot-sites { margin-top: .8em; }
-""" + ROOFLINE_STYLE
+""" + ROOFLINE_STYLE + FLAME_STYLE

@@ -14,12 +14,14 @@ Modules, one idea each, in the order data flows:
   (per-step values), ``kernels``, ``cpu_ops`` over ``optree``, ``memory`` (``[memory]`` events) and
   ``snapshot`` (the CUDA memory snapshot beside a trace), ``devices``, ``intervals`` (busy-time unions),
   ``flops`` (FLOPs and bytes per op from its recorded shapes), ``peaks`` (what the GPU can do) and
-  ``efficiency`` (achieved rates against the roofline, the step's MFU);
+  ``efficiency`` (achieved rates against the roofline, the step's MFU), ``frames`` (where in your code: work by
+  the Python frames of a with_stack capture);
 - a run: ``summarize`` (PATHs -> runs), ``ranks`` (straggler);
-- two runs: ``diff`` with ``noise`` (change or noise, from the steps' own spread) and ``efficiency_diff``;
-- output: ``model`` (dataclasses = the --json schema), ``render`` / ``render_diff`` / ``render_efficiency``
-  (text), ``names`` and ``ratios`` (one rule each for names and shares), ``hook`` (the profiler's per-capture
-  summary).
+- two runs: ``diff`` with ``noise`` (change or noise, from the steps' own spread), ``efficiency_diff`` and
+  ``frames_diff`` (per frame of your code);
+- output: ``model`` (dataclasses = the --json schema), ``render`` / ``render_diff`` / ``render_efficiency`` /
+  ``render_frames`` (text), ``names`` and ``ratios`` (one rule each for names and shares), ``hook`` (the
+  profiler's per-capture summary).
 
 Reads JSON only: importing this package never imports torch.
 """

@@ -22,15 +22,18 @@ import sys
 
 from tqdm import tqdm
 
+from ..fileio import write_atomically
 from .diff import compare_runs, diff_to_json
 from .discover import RunFiles, newest_runs, resolve, skipped_phrase
 from .errors import TraceError
-from .model import PeakSpec, SkippedFile, to_json
+from .frames import COLLAPSED_VALUES, collapsed_stacks
+from .model import PeakSpec, RunSummary, SkippedFile, to_json
 from .peaks import parse_peak
 from .render import render_runs
 from .render_diff import render_diff
 from .summarize import summarize_run
 
+COLLAPSED_CHOICES = ("auto", *COLLAPSED_VALUES)
 DATA_ERROR, USAGE_ERROR = 1, 2  # exit statuses (USAGE_ERROR is argparse's own)
 EXIT_STATUS = ("Exit status (both modes): 0 when everything was read (--diff: both sides read and compared); "
                f"{DATA_ERROR} for a data error: a PATH or trace file missing, not a trace, truncated or corrupt, a "
@@ -77,8 +80,21 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the device's dense peak TFLOP/s and memory TB/s for the efficiency answers (e.g. "
                              "989,4.8), instead of the peak table's row for the trace's GPU; for CPUs and GPUs "
                              "not in the table")
+    parser.add_argument("--frames", action="store_true",
+                        help="with_stack traces: also print the tree of your code's frames (per step, inclusive and "
+                             "self, each frame's top-level ops last)")
+    parser.add_argument("--all-frames", action="store_true",
+                        help="keep torch's, the standard library's and site-packages' frames instead of folding "
+                             "them into the calling frame of your code")
+    parser.add_argument("--collapsed", metavar="FILE",
+                        help="write the frames as collapsed stacks ('frame;frame;op value' lines, read by "
+                             "flamegraph.pl, inferno and speedscope) to FILE; several traces: one FILE per trace, "
+                             "named FILE with the worker before its extension")
+    parser.add_argument("--collapsed-value", choices=COLLAPSED_CHOICES, default="auto",
+                        help="the value of --collapsed lines: gpu or cpu (nanoseconds per step), memory (bytes "
+                             "allocated per step); auto (default): gpu when the trace has GPU work, else cpu")
     parser.add_argument("--json", action="store_true",
-                        help="print JSON (schema lightx2v.trace_summary/2, with --diff lightx2v.trace_summary.diff/2; "
+                        help="print JSON (schema lightx2v.trace_summary/3, with --diff lightx2v.trace_summary.diff/3; "
                              "see docs/trace_summary.md) instead of text")
     return parser
 
@@ -91,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.diff:
         if len(args.paths) > 2:
             parser.error(f"--diff takes BASE NEW or one logdir, got {len(args.paths)} paths")
-        return _diff(args.paths, args.top, args.json, args.peak)
+        return _diff(args.paths, args.top, args.json, args.peak, not args.all_frames)
     errors: list[TraceError] = []
     try:
         runs_files = resolve(args.paths, errors)
@@ -99,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         # On a terminal, a bar appears when reading takes over a second (big traces); never in pipes.
         with tqdm(total=total, unit="B", unit_scale=True, desc="reading", file=sys.stderr, disable=None,
                   delay=1.0, leave=False) as bar:
-            runs = [summarize_run(run, args.top, bar.update, keep_going=True, peak=args.peak) for run in runs_files]
+            runs = [summarize_run(run, args.top, bar.update, keep_going=True, peak=args.peak,
+                                  folded=not args.all_frames) for run in runs_files]
     except KeyboardInterrupt:
         return 130
     for run in runs:
@@ -107,12 +124,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"trace_summary: note: {skipped_note(run.skipped_files)}", file=sys.stderr)
         errors += [TraceError(d.file, d.problem) for d in run.damaged_files]
     readable = [run for run in runs if run.ranks]
+    if args.collapsed:
+        errors += write_collapsed(readable, args.collapsed, args.collapsed_value)
     try:
         if readable and args.json:
             json.dump(to_json(readable), sys.stdout, indent=2)
             sys.stdout.write("\n")
         elif readable:
-            sys.stdout.write(render_runs(readable))
+            sys.stdout.write(render_runs(readable, args.frames))
         sys.stdout.flush()
     except BrokenPipeError:  # `... | head`
         sys.stdout = None
@@ -121,7 +140,29 @@ def main(argv: list[str] | None = None) -> int:
     return DATA_ERROR if errors else 0
 
 
-def _diff(paths: list[str], top: int, as_json: bool, peak: PeakSpec | None = None) -> int:
+def write_collapsed(runs: list[RunSummary], path: str, value: str) -> list[TraceError]:
+    """``--collapsed``: each trace's frames as collapsed stacks; a trace without frames is a data error."""
+    ranks = [r for run in runs for r in run.ranks]
+    errors = []
+    for r in ranks:
+        tree = r.tables.frames if r.tables else None
+        if tree is None:
+            errors.append(TraceError(r.file, "--collapsed: no Python frames in this trace (capture with "
+                                             "with_stack=True)"))
+            continue
+        kind = value if value != "auto" else "gpu" if r.gpu is not None else "cpu"
+        stem, ext = os.path.splitext(path)
+        out = path if len(ranks) == 1 else f"{stem}.{r.worker}{ext}"
+        try:
+            write_atomically(out, "".join(line + "\n" for line in collapsed_stacks(tree, kind)))
+        except OSError as exc:
+            errors.append(TraceError(out, f"--collapsed: cannot write: {exc.strerror or exc}"))
+            continue
+        print(f"trace_summary: wrote {out} ({kind} collapsed stacks of {r.worker})", file=sys.stderr)
+    return errors
+
+
+def _diff(paths: list[str], top: int, as_json: bool, peak: PeakSpec | None = None, folded: bool = True) -> int:
     """``--diff``: both sides summarized (one pass each), compared, printed; DATA_ERROR when a side cannot be
     read."""
     try:
@@ -136,7 +177,7 @@ def _diff(paths: list[str], top: int, as_json: bool, peak: PeakSpec | None = Non
         total = sum(_size(path) for run in sides for path in run.files)
         with tqdm(total=total, unit="B", unit_scale=True, desc="reading", file=sys.stderr, disable=None,
                   delay=1.0, leave=False) as bar:
-            base, new = (summarize_run(run, top, bar.update, peak=peak) for run in sides)
+            base, new = (summarize_run(run, top, bar.update, peak=peak, folded=folded) for run in sides)
         diff = compare_runs(base, new)
     except TraceError as exc:
         print(f"trace_summary: error: {exc}", file=sys.stderr)

@@ -18,11 +18,12 @@ from collections.abc import Callable
 
 from . import intervals, memory
 from .attribution import group_keys, launches
-from .collect import SKIP_HEAD, Collected, malformed_field
+from .collect import SKIP_HEAD, SKIP_HEAD_FRAMES, Collected, malformed_field
 from .cpu_ops import cpu_op_stats
 from .devices import devices, rank_and_world, versions
 from .efficiency import TARGET_PCT, efficiency
 from .flops import MODELED
+from .frames import SKIP_HEAD_FOLDED, frame_summary, frame_tree, keeps
 from .kernels import gpu_work
 from .launch import launch_chain
 from .model import PeakSpec, RankSummary, RankTables, SkippedEvents
@@ -38,25 +39,30 @@ __all__ = ["IDLE_FLAG_RATIO", "SKIP_HEAD", "analyze_trace", "malformed_field", "
 
 def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | None = None,
                   peak: PeakSpec | None = None, target_pct: float = TARGET_PCT,
-                  with_efficiency: bool = True) -> RankSummary:
+                  with_efficiency: bool = True, with_frames: bool = True, folded: bool = True) -> RankSummary:
     """Read ``path`` once and summarize it; raises TraceError for files that are not complete traces.
 
     ``on_read``: progress callback, see ``TraceStream``; ``peak`` (``--peak``) replaces the device's peak table
     row, ``target_pct`` the share of the roofline headroom is counted against (``efficiency``);
-    ``with_efficiency=False`` leaves the efficiency answers out (benchmarks/bench_efficiency.py measures them).
+    ``with_efficiency=False`` leaves the efficiency answers out (benchmarks/bench_efficiency.py measures them),
+    ``with_frames=False`` the Python frames (never decoded then; benchmarks/bench_frames.py); ``folded=False``
+    keeps torch's, the standard library's and site-packages' frames in the frame tree (``frames``).
     """
-    stream = TraceStream(path, skip_head=SKIP_HEAD, on_read=on_read)
-    c = Collected(shapes_of=MODELED if with_efficiency else frozenset())
+    skip = (SKIP_HEAD_FOLDED if folded else SKIP_HEAD_FRAMES) if with_frames else SKIP_HEAD
+    stream = TraceStream(path, skip_head=skip, on_read=on_read)
+    c = Collected(shapes_of=MODELED if with_efficiency else frozenset(),
+                  frames=keeps(folded) if with_frames else None)
     mem = memory.MemoryEvents(c.count_malformed)
     c.attach(mem)
     for batch in stream.batches():
         c.feed(batch)
-    return summarize_collected(c, path, stream, top, mem, peak, target_pct, with_efficiency)
+    return summarize_collected(c, path, stream, top, mem, peak, target_pct, with_efficiency, folded)
 
 
 def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
                         mem: memory.MemoryEvents | None = None, peak: PeakSpec | None = None,
-                        target_pct: float = TARGET_PCT, with_efficiency: bool = True) -> RankSummary:
+                        target_pct: float = TARGET_PCT, with_efficiency: bool = True,
+                        folded: bool = True) -> RankSummary:
     """The report's figures from one pass's data (``stream``: the finished stream, for its metadata;
     ``mem``: the pass's ``[memory]`` events, if it collected them)."""
     meta = stream.metadata
@@ -84,6 +90,7 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
     devices_memory = [] if mem is None else memory.summarize(  # memory events keep the trace's own time
         mem, steps, c.threads, c.op_thread, c.op_name, op_ts, c.op_dur, list(c.names), top)
     memory_section = memory.section(path, rank, notes, devices_memory)
+    frames = frame_tree(c, chain, found, tree, mem, folded)  # after memory.summarize: it finishes ``mem``
     return RankSummary(
         file=os.path.abspath(path),
         size_bytes=os.path.getsize(path),
@@ -108,8 +115,9 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
         skipped_events=[SkippedEvents(field=field, problem=problem, count=count, example=example, dropped=dropped)
                         for (field, problem, dropped), (count, example) in c.malformed.items()],
         tables=RankTables(kernels=gpu.kernels, cpu_ops=cpu_ops, launches=launches(c, group),
-                          series=step_series(c, found, tree, group)),
+                          series=step_series(c, found, tree, group), frames=frames),
         memory=memory_section,
         launch_links=chain.links if has_gpu else None,
         efficiency=efficiency(c, chain, found, device_list, peak, target_pct, top) if with_efficiency else None,
+        frames=frame_summary(frames, len(c.fr_ts), folded, has_gpu, top) if frames is not None else None,
     )

@@ -16,6 +16,10 @@ GPU activity (kernel, memcpy, memset); names are stored once. What is collected:
   the same categories): thread, name id, ts, dur, correlation id. A GPU event's correlation id names the call
   that launched it, the first link of the launch chain (``launch``).
 - ``ProfilerStep#N`` spans, CPU and GPU side; the span of all timed events; malformed events by field.
+- With ``frames=KEEP`` (a rule on the frame's name), the Python frames of a ``with_stack`` capture
+  (``python_function``) that KEEP keeps: thread, name id, ts, dur, for ``frames`` (where in the user's code); the
+  rest are counted and dropped (``frames.SKIP_HEAD_FOLDED`` drops most of them undecoded). Without it they are
+  never decoded (SKIP_HEAD), and a trace without them costs nothing more either way.
 
 Times are kept relative to ``base`` (the whole microsecond at or before the first timed event): kineto's
 nanosecond traces write epoch microseconds with three decimals (1712195495505583.047), which a double holds only
@@ -32,7 +36,7 @@ from __future__ import annotations
 import math
 import sys
 from array import array
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 STEP_PREFIX = "ProfilerStep#"
@@ -49,6 +53,8 @@ SKIP_CATS = frozenset({"python_function", "ac2g", "Trace", "python", "fwdbwd", "
 # a with_stack trace) are recognised from their first bytes and never decoded at all. A flow arrow links a launch
 # to its GPU event by the correlation id that both events also carry in their args.
 SKIP_HEAD = rb'\s*"ph"\s*:\s*(?:"[fs]"|"X"\s*,\s*"cat"\s*:\s*"python_function")'
+SKIP_HEAD_FRAMES = rb'\s*"ph"\s*:\s*"[fs]"'  # the same, keeping the Python frames (``Collected(frames=...)``)
+FRAME_CAT = "python_function"
 
 NO_ID = -1  # External id of an event without a usable one
 
@@ -69,8 +75,15 @@ class Collector(Protocol):
 class Collected:
     """The pass's state; ``feed`` batches of events into it, then hand it to the analysis modules."""
 
-    def __init__(self, extra: Iterable[Collector] = (), shapes_of: frozenset[str] = frozenset()) -> None:
+    def __init__(self, extra: Iterable[Collector] = (), shapes_of: frozenset[str] = frozenset(),
+                 frames: Callable[[str], bool] | None = None) -> None:
         self.events = 0
+        self.skip = SKIP_CATS - {FRAME_CAT} if frames is not None else SKIP_CATS
+        self.keep_frame = frames
+        self.frame_names: dict[str, int] = {}  # Python frame name ("model.py(21): forward") -> id, -1: not kept
+        self.frame_kept: list[str] = []  # the kept names, by id
+        self.fr_thread, self.fr_name = array("l"), array("l")
+        self.fr_ts, self.fr_dur = array("d"), array("d")
         self.threads: dict[tuple[Any, Any], int] = {}  # (pid, tid) -> thread id, of ops and labels
         self.names: dict[str, int] = {}  # CPU op name -> id
         self.op_thread, self.op_name, self.op_ext = array("l"), array("l"), array("q")
@@ -117,7 +130,7 @@ class Collected:
         (An ``External id`` that is missing or no 64-bit integer is stored as NO_ID: it only links.)
         """
         self.events += len(batch)
-        skip, cpu_cats, label_cats, kernel_cats, mem_cats = SKIP_CATS, CPU_OP_CATS, LABEL_CATS, KERNEL_CATS, MEM_CATS
+        skip, cpu_cats, label_cats, kernel_cats, mem_cats = self.skip, CPU_OP_CATS, LABEL_CATS, KERNEL_CATS, MEM_CATS
         runtime_cats = RUNTIME_CATS
         names, threads, gpu_names, streams, extra = self.names, self.threads, self.gpu_names, self.streams, self._extra
         g_lo, g_dur, g_name, g_ext = self.g_lo.append, self.g_dur.append, self.g_name.append, self.g_ext.append
@@ -128,6 +141,9 @@ class Collected:
                                              self.op_dur.append)
         op_ext = self.op_ext.append
         shaped = self.shaped
+        frame_names = self.frame_names
+        fr_thread, fr_name, fr_ts, fr_dur = (self.fr_thread.append, self.fr_name.append, self.fr_ts.append,
+                                             self.fr_dur.append)
         span_lo, span_hi = self.span_lo, self.span_hi
         number, big, reject = _NUMBER_TYPES, _FLOAT_MAX, self._reject
         base = self.base if self.base is not None else self._base_of(batch)
@@ -154,6 +170,25 @@ class Collected:
                 continue
             ts = ts - base
             end = ts + dur
+            if cat == FRAME_CAT:
+                n = frame_names.get(name)
+                if n is None:
+                    n = self._frame_name(name)
+                if n < 0:
+                    continue
+                key = (ev.get("pid"), ev.get("tid"))
+                try:
+                    t = threads.get(key)
+                except TypeError:
+                    reject(ev)
+                    continue
+                if t is None:
+                    t = threads[key] = len(threads)
+                fr_thread(t)
+                fr_name(n)
+                fr_ts(ts)
+                fr_dur(dur)
+                continue  # frames enclose the ops: they do not widen the trace's span
             if cat in cpu_cats and not name.startswith(STEP_PREFIX):
                 key = (ev.get("pid"), ev.get("tid"))
                 try:
@@ -257,6 +292,14 @@ class Collected:
             if end > span_hi:
                 span_hi = end
         self.span_lo, self.span_hi = span_lo, span_hi
+
+    def _frame_name(self, name: str) -> int:
+        """A new frame name's id (-1 when ``keep_frame`` drops its frames; off the hot path: once per name)."""
+        keep = self.keep_frame is not None and self.keep_frame(name)
+        n = self.frame_names[name] = len(self.frame_kept) if keep else -1
+        if keep:
+            self.frame_kept.append(name)
+        return n
 
     def _shapes(self, n: int, ev: dict[str, Any]) -> None:
         """Keep the recorded arguments of the op about to be appended (off the hot path: modeled ops only)."""

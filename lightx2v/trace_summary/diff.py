@@ -38,11 +38,12 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .efficiency_diff import EfficiencyChange, efficiency_change
+from .frames_diff import FramesChange, frames_change
 from .model import RankSummary, RankTables, RunSummary, StepSeries, Straggler, _rounded
 from .noise import NOISE, REAL, UNTESTED, Noise, judge
 from .ratios import percent
 
-DIFF_SCHEMA = "lightx2v.trace_summary.diff/2"  # 2: RankDiff.efficiency
+DIFF_SCHEMA = "lightx2v.trace_summary.diff/3"  # 2: RankDiff.efficiency; 3: RankDiff.frames
 
 CHANGED_PCT = 0.5  # a per-step wall-time change smaller than this reads as "about the same" (one step a side)
 SAME_US = 0.0005 * 1000  # a time delta below half the report's last digit (0.001 ms) prints as 0.000: "same"
@@ -147,6 +148,7 @@ class RankDiff:
     verdict: str
     step_noise: Optional[Noise] = None  # the step wall's per-step values judged
     efficiency: Optional[EfficiencyChange] = None  # MFU and op classes' roofline share, before and after
+    frames: Optional[FramesChange] = None  # where in your code, per frame (with_stack traces)
 
 
 @dataclass
@@ -235,6 +237,7 @@ def compare_ranks(base: RankSummary, new: RankSummary) -> RankDiff:
     )
     diff.verdict = _verdict(step, step_noise, _verdict_deltas(diff), "per step")
     diff.efficiency = efficiency_change(base.efficiency, new.efficiency)
+    diff.frames = frames_change(base, new)
     return diff
 
 

@@ -15,6 +15,7 @@ from .model import MemorySummary, RankSummary
 from .names import cut
 from .render import format_bytes, render_rank, snapshot_device, snapshot_holders
 from .render_efficiency import log_line as efficiency_log_line
+from .render_frames import log_line as frames_log_line
 
 LOG_TOP = 3
 LOG_NAME_WIDTH = 60
@@ -22,9 +23,9 @@ SUMMARY_SUFFIX = ".summary.txt"
 
 
 def write_capture_summary(trace_path: str) -> list[str]:
-    """Summarize one freshly written trace; returns 3-7 lines (step, top kernels or CPU ops, efficiency: MFU and
-    the top headroom or how to record shapes, report path), plus one per device with memory events (its peak, a
-    leak) and per memory snapshot (what holds its peak)."""
+    """Summarize one freshly written trace; returns 3-8 lines (step, top kernels or CPU ops, efficiency: MFU and
+    the top headroom or how to record shapes, with_stack: the user frame with the most self time, report path),
+    plus one per device with memory events (its peak, a leak) and per memory snapshot (what holds its peak)."""
     summary = analyze_trace(trace_path)
     out_path = trace_path + SUMMARY_SUFFIX
     write_atomically(out_path, render_rank(summary) + "\n")
@@ -57,6 +58,8 @@ def log_lines(r: RankSummary, out_path: str) -> list[str]:
     lines += _memory_lines(r.memory)
     if efficiency_log_line(r.efficiency):
         lines.append(efficiency_log_line(r.efficiency))
+    if frames_log_line(r.frames):
+        lines.append(frames_log_line(r.frames))
     lines.append(f"summary: {out_path}")
     return lines
 

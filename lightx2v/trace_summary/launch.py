@@ -70,10 +70,12 @@ def launch_chain(c: Collected) -> LaunchChain:
             op[g] = o
             by_chain += 1
 
-    op_of_ext: dict[int, int] = {}
-    if any(x != NO_ID for x in c.g_ext):
+    op_of_ext: dict[int, int] = {}  # the ids GPU events carry only: every op's held tens of MB on big traces
+    wanted = set(c.g_ext)
+    wanted.discard(NO_ID)
+    if wanted:
         for i, x in enumerate(c.op_ext):
-            if x != NO_ID:
+            if x in wanted:
                 op_of_ext[x] = i
     checked = agree = repeats_corr = has_ext = 0
     for g, x in enumerate(c.g_ext):

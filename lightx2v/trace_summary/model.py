@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-SCHEMA = "lightx2v.trace_summary/2"  # 2: RankSummary.efficiency
+SCHEMA = "lightx2v.trace_summary/3"  # 2: RankSummary.efficiency; 3: RankSummary.frames
 
 
 @dataclass
@@ -180,6 +180,30 @@ class StepSeries:
 
 
 @dataclass
+class FrameTree:
+    """The kept Python frames as a prefix tree (``frames``), each node's own work per step; not in ``--json``.
+
+    Node 0 is the root: work with no frame around it. A node is one frame name under one parent node (a frame
+    called from two places is two nodes). Values are per step (means over the steps); ``ops`` splits each node's
+    own work by its top-level op, the tree's last level.
+    """
+
+    names: list[str]  # per node: the frame as the trace writes it ("model.py(21): forward"), "" for the root
+    kinds: list[str]  # "user", "module" (nn.Module), "library" (torch, stdlib, site-packages, built-ins)
+    parent: list[int]  # -1 for the root
+    calls: list[int]  # frame events of this node in the trace
+    gpu_us: list[float]  # self: GPU work (kernels, memcpy, memset) launched with this as the innermost frame
+    kernel_us: list[float]  # self: of which kernels
+    cpu_us: list[float]  # self: CPU ops' self time
+    alloc_bytes: list[float]  # self: bytes allocated (profile_memory) on ``memory_device``
+    ops: dict[tuple[int, str], list[float]]  # (node, top-level op or "") -> [gpu, kernel, cpu, alloc] self
+    step_gpu_us: dict[int, list[float]]  # node -> its self GPU time in each step (nodes with any)
+    step_cpu_us: dict[int, list[float]]  # node -> its self CPU op time in each step
+    steps: int
+    memory_device: str  # "cuda" (any CUDA allocations) or "cpu"; "" without allocations
+
+
+@dataclass
 class RankTables:
     """Every kernel, CPU op and launch of a trace (``top_*`` are their first rows): what ``--diff`` compares.
 
@@ -189,6 +213,7 @@ class RankTables:
     cpu_ops: list[CpuOpStat]  # all CPU ops, most self time first
     launches: list[Launch]  # most time first
     series: Optional[StepSeries] = None
+    frames: Optional[FrameTree] = None  # with_stack traces only
 
 
 @dataclass
@@ -361,6 +386,63 @@ class Efficiency:
 
 
 @dataclass
+class FrameStat:
+    """One frame (by its name, wherever it was called from), per step: inclusive and self (``frames``)."""
+
+    frame: str  # as the trace writes it: "gpu_anchor.py(21): forward", "nn.Module: Linear_0"
+    kind: str  # "user", "module" or (``--frames-all``) "library"
+    location: str  # "gpu_anchor.py:21" (the file cut to its last two parts; "" for a module)
+    function: str  # "forward", or the module's name "Linear_0"
+    calls: int  # its frame events in the trace
+    gpu_us: float  # inclusive: GPU work launched inside it (kernels, memcpy, memset)
+    gpu_self_us: float  # launched with it as the innermost kept frame
+    kernel_us: float  # inclusive, kernels only
+    cpu_us: float  # inclusive: CPU ops' self time inside it
+    cpu_self_us: float
+    alloc_bytes: float  # inclusive: allocated inside it (profile_memory)
+    alloc_self_bytes: float
+    gpu_pct: Optional[float]  # of all GPU work in the steps (None: no GPU work)
+    cpu_pct: Optional[float]  # of all CPU op self time in the steps
+    top_op: str  # the top-level op with the most GPU time under it (CPU time on a CPU trace), "" when none
+
+
+@dataclass
+class ModuleStat:
+    """The nn.Module frames of one class ("Linear" for "nn.Module: Linear_0" ... "Linear_47"), per step."""
+
+    module_class: str
+    instances: int  # distinct module names
+    calls: int
+    gpu_us: float
+    kernel_us: float
+    cpu_us: float
+    alloc_bytes: float
+    gpu_pct: Optional[float]
+    cpu_pct: Optional[float]
+
+
+@dataclass
+class Frames:
+    """Where in your code (``frames``): work by the Python frames around it; None without python_function events.
+
+    Values are per step (means over the steps), over the work inside the steps.
+    """
+
+    frame_events: int  # the Python frame events kept: your code's and nn.Module's (every one with --all-frames)
+    folded: bool  # True: torch, stdlib, site-packages and built-in frames folded into their caller
+    steps: int
+    gpu: bool  # the trace has GPU work
+    gpu_us: float  # all GPU work launched in the steps, per step
+    cpu_us: float  # all CPU ops' self time in the steps, per step
+    alloc_bytes: float  # allocated in the steps on memory_device, per step
+    memory_device: str  # "cuda", "cpu", or "" without allocations
+    unattributed_gpu_us: float  # with no frame around its launch
+    unattributed_cpu_us: float
+    frames: list[FrameStat]  # user frames, most self GPU time first, then self CPU op time: the --top first
+    modules: list[ModuleStat]  # by class, most GPU time first (then CPU time)
+
+
+@dataclass
 class RankSummary:
     """Everything reported about one trace file (one rank / worker)."""
 
@@ -388,6 +470,7 @@ class RankSummary:
     memory: Optional[MemorySummary] = None  # profile_memory events and/or a memory snapshot; None without either
     launch_links: Optional[LaunchLinks] = None  # None without GPU activity
     efficiency: Optional[Efficiency] = None  # None: no timed ops to measure
+    frames: Optional[Frames] = None  # None: no Python frames in the trace (with_stack=False)
 
 
 @dataclass

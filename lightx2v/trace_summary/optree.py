@@ -15,7 +15,7 @@ NONE = -1
 
 @dataclass
 class OpTree:
-    child_us: list[float]  # per op: summed duration of its direct child ops
+    child_us: array  # per op: summed duration of its direct child ops (doubles: 8 bytes an op, not a float object)
     root: array  # per op: index of its top-level op (the outermost op around it; itself when none)
 
 
@@ -32,9 +32,9 @@ def op_tree(c: Collected) -> OpTree:
 
 
 def _walk(order: Iterable[int], check: bool, thread: Sequence[int], ts: Sequence[float], dur: Sequence[float]
-          ) -> tuple[list[float], array] | None:
+          ) -> tuple[array, array] | None:
     n = len(ts)
-    child = [0.0] * n
+    child = array("d", bytes(8 * n))
     root = array("l", [NONE]) * n
     stacks: dict[int, list[int]] = {}
     last: dict[int, int] = {}

@@ -19,6 +19,7 @@ from .names import cut as _cut
 from .ranks import LOCKSTEP_SPREAD
 from .ratios import percent
 from .render_efficiency import efficiency_lines
+from .render_frames import frames_lines, tree_lines
 from .steps import IDLE_FLAG_RATIO, cause_times, idle_advice
 
 MAX_STEP_ROWS = 12
@@ -26,20 +27,21 @@ MAX_STEP_ROWS = 12
 _Step = TypeVar("_Step")
 
 
-def render_runs(runs: list[RunSummary]) -> str:
-    return "\n\n".join(render_run(run) for run in runs) + "\n"
+def render_runs(runs: list[RunSummary], frame_tree: bool = False) -> str:
+    """``frame_tree``: each rank's "where in your code" tree too (``--frames``)."""
+    return "\n\n".join(render_run(run, frame_tree) for run in runs) + "\n"
 
 
-def render_run(run: RunSummary) -> str:
+def render_run(run: RunSummary, frame_tree: bool = False) -> str:
     damaged = [f"  damaged   {d.file}: {d.problem} (left out of this report)" for d in run.damaged_files]
     if len(run.ranks) == 1 and not damaged:
-        return render_rank(run.ranks[0])
+        return render_rank(run.ranks[0], frame_tree)
     ranks = [r.rank for r in run.ranks]
     what = "ranks" if None not in ranks and len(set(ranks)) == len(ranks) else "trace files (workers or spans)"
     count = f"{len(run.ranks)} {what}" + (f", {len(damaged)} more damaged" if damaged else "")
     lines = [f"Run {run.label}: {count} ({run.path})", *damaged, ""]
     if len(run.ranks) == 1:
-        return "\n".join([*lines, render_rank(run.ranks[0])])
+        return "\n".join([*lines, render_rank(run.ranks[0], frame_tree)])
     lines.append(f"  {'rank':>4}  {'worker':<24} {'steps':>5} {'step ms':>10} {'GPU busy ms':>12} "
                  f"{'busy %':>7} {'comm ms':>9}")
     for row in run.comparison or []:
@@ -59,11 +61,11 @@ def render_run(run: RunSummary) -> str:
                          f"each other in collectives); it has the most GPU compute per step, "
                          f"{s.slower_than_fastest_pct:+.1f}% vs the least")
     for rank in run.ranks:
-        lines += ["", "=" * 100, render_rank(rank)]
+        lines += ["", "=" * 100, render_rank(rank, frame_tree)]
     return "\n".join(lines)
 
 
-def render_rank(r: RankSummary) -> str:
+def render_rank(r: RankSummary, frame_tree: bool = False) -> str:
     lines = [f"Trace summary: {r.worker}" + (f" (rank {r.rank}" + (f" of {r.world_size})" if r.world_size else ")")
                                              if r.rank is not None else "")]
     lines.append(f"  file      {r.file} ({format_bytes(r.size_bytes)}{', gzip' if r.compressed else ''}, "
@@ -103,6 +105,9 @@ def render_rank(r: RankSummary) -> str:
         lines += ["", _idle_line(r.idle)]
     lines += _memory_lines(r.memory)
     lines += efficiency_lines(r.efficiency)
+    lines += frames_lines(r.frames)
+    if frame_tree:
+        lines += tree_lines(r.tables.frames if r.tables else None, r.gpu is not None)
 
     if r.gpu is not None:
         g = r.gpu

@@ -8,6 +8,7 @@ the kernels listed under a group) is never cut.
 from __future__ import annotations
 
 from .diff import ADDED, REMOVED, SAME, Delta, OpKernels, RankDiff, RunDiff, group_path, pair_label
+from .frames_diff import FramesChange, frame_name
 from .names import short_name
 from .noise import NO_TEST, NOISE, RANGES, RANK_TEST, REAL, UNTESTED, Noise
 from .render import format_bytes, format_ms
@@ -70,6 +71,9 @@ def render_rank_diff(r: RankDiff, top: int = 10) -> str:
         lines.append(noise_line(r.step_noise, r.base_steps, r.new_steps))
     if r.efficiency is not None and r.efficiency.line:
         lines.append(f"  {r.efficiency.line}")
+    if r.frames is not None:
+        lines.append(f"  {r.frames.line}")
+        lines += frame_change_lines(r.frames, top)
 
     changed_ops = [o for o in r.ops if o.status != SAME]
     lines += ["", f"Op groups (label / top-level op) whose GPU work changed: {len(changed_ops)} of {len(r.ops)}"]
@@ -114,6 +118,26 @@ def render_rank_diff(r: RankDiff, top: int = 10) -> str:
         if len(ops) > top:
             lines.append(f"  ... {len(ops) - top} more")
     return "\n".join(lines)
+
+
+def frame_change_lines(ch: FramesChange, top: int) -> list[str]:
+    """The frames whose time moved: inclusive and self per step on both sides, the self time's noise verdict."""
+    moved = [c for c in ch.frames if c.status != SAME]
+    if not ch.value:
+        return []
+    what = "GPU time" if ch.value == "gpu" else "CPU op time"
+    lines = ["", f"Where in your code: frames whose {what} changed: {len(moved)} of {len(ch.frames)} (per step; "
+                 "by |delta self|, beyond noise first)"]
+    if moved:
+        lines.append(f"  {'status':<8} {'BASE ms':>9} {'NEW ms':>9} {'self B ms':>9} {'self N ms':>9} "
+                     f"{'delta ms':>9} {'noise':>6}  frame")
+    for c in moved[:top]:
+        i, s = c.inclusive_per_step_us, c.self_per_step_us
+        lines.append(f"  {c.status:<8} {format_ms(i.base):>9} {format_ms(i.new):>9} {format_ms(s.base):>9} "
+                     f"{format_ms(s.new):>9} {_sms(s.delta):>9} {noise_word(c.noise):>6}  {frame_name(c)}")
+    if len(moved) > top:
+        lines.append(f"  ... {len(moved) - top} more")
+    return lines
 
 
 def _op_lines(o: OpKernels) -> list[str]:

@@ -11,14 +11,16 @@ from .model import DamagedFile, PeakSpec, RankSummary, RunSummary
 from .ranks import rank_rows, straggler
 
 
-def summarize_paths(paths: list[str], top: int = 10, peak: PeakSpec | None = None) -> list[RunSummary]:
+def summarize_paths(paths: list[str], top: int = 10, peak: PeakSpec | None = None,
+                    folded: bool = True) -> list[RunSummary]:
     """Summaries for command-line PATHs (files, run directories, logdirs); raises TraceError on bad input."""
-    return [summarize_run(run, top, peak=peak) for run in resolve(paths)]
+    return [summarize_run(run, top, peak=peak, folded=folded) for run in resolve(paths)]
 
 
 def summarize_run(run: RunFiles, top: int = 10, on_read: Callable[[int], object] | None = None,
-                  keep_going: bool = False, peak: PeakSpec | None = None) -> RunSummary:
-    """One run's summary; ``on_read`` gets the bytes read from disk as they are read (for a progress bar).
+                  keep_going: bool = False, peak: PeakSpec | None = None, folded: bool = True) -> RunSummary:
+    """One run's summary; ``on_read`` gets the bytes read from disk as they are read (for a progress bar);
+    ``folded=False`` keeps library frames in the frame answers (``--all-frames``).
 
     A rank file that cannot be read raises TraceError; with ``keep_going`` it is listed in ``damaged_files``
     instead and the other ranks are summarized (``ranks`` is empty when none could be read).
@@ -27,7 +29,7 @@ def summarize_run(run: RunFiles, top: int = 10, on_read: Callable[[int], object]
     damaged: list[DamagedFile] = []
     for path in run.files:
         try:
-            ranks.append(analyze_trace(path, top, on_read, peak))
+            ranks.append(analyze_trace(path, top, on_read, peak, folded=folded))
         except TraceError as exc:
             if not keep_going:
                 raise

@@ -161,10 +161,12 @@ def test_benchmark_rows_agree_with_the_breakdown_they_link():
     assert linked >= 2
 
 
-def test_the_trace_summary_package_map_names_every_module():
+@pytest.mark.parametrize("package_name, quote", [("lightx2v.trace_summary", "``"), ("lightx2v.trace_browser", "`")])
+def test_the_package_maps_name_every_module(package_name, quote):
     """The package docstring is the map a new engineer reads first; a module it does not name is one nobody finds."""
-    import lightx2v.trace_summary as package
+    import importlib
 
+    package = importlib.import_module(package_name)
     modules = {p.stem for p in Path(package.__file__).parent.glob("*.py") if not p.stem.startswith("_")}
-    named = set(re.findall(r"``(\w+)``", package.__doc__ or ""))
+    named = set(re.findall(rf"(?<!`){quote}(\w+){quote}(?!`)", package.__doc__ or ""))
     assert modules - named == set()

@@ -140,6 +140,43 @@ def test_idle_is_split_by_what_ended_each_gap(tmp_path):
                                                                       250.0, 1)]
 
 
+def test_a_sync_names_the_line_of_the_users_code_it_sat_in(tmp_path):
+    """With with_stack frames, the sync cause says where in the user's code the host waited: the innermost user
+    frame around the call (``denoise.py:41 log_loss``), not the torch frame below it nor the caller above; the
+    same call in another function is its own row. Without frames the line is empty (schema 4: SyncWait.line)."""
+    from lightx2v.trace_summary.render import render_rank
+
+    t = Trace()
+    t.step(1, 0, 1000)
+    t._x("python_function", "/home/me/proj/denoise.py(12): denoise_step", CPU, 1, 998)
+    t._x("python_function", "/home/me/proj/denoise.py(41): log_loss", CPU, 100, 310)
+    t._x("python_function", "/venv/lib/python3.11/site-packages/torch/_tensor.py(1100): item", CPU, 125, 280)
+    mm = t.op("aten::mm", 80, 20)
+    t.launch(mm, 90, 100, 50)
+    t.op("aten::item", 130, 270)
+    t.sync("cudaStreamSynchronize", 140, 250)
+    add = t.op("aten::add", 415, 10)
+    t.launch(add, 420, 430, 20)  # gap [150, 430): ended by a launch at 420, the host in a sync 140-390
+    t._x("python_function", "/home/me/proj/denoise.py(57): report", CPU, 800, 150)
+    t.op("aten::item", 810, 120)
+    t.sync("cudaStreamSynchronize", 815, 110)
+    add = t.op("aten::add", 935, 10)
+    t.launch(add, 940, 950, 20)  # gap [450, 950): ended by a launch at 940, the host in a sync 815-925
+    path = t.write(tmp_path / "t.json")
+    c = analyze_trace(str(path)).idle.causes
+    assert [(w.op, w.call, w.line, w.idle_us) for w in c.syncs] == [  # most idle first
+        ("aten::item", "cudaStreamSynchronize", "proj/denoise.py:57 report", 500.0),
+        ("aten::item", "cudaStreamSynchronize", "proj/denoise.py:41 log_loss", 280.0)]
+    r = analyze_trace(str(path))
+    assert "cudaStreamSynchronize at proj/denoise.py:41 log_loss" in render_rank(r)
+    unfolded = analyze_trace(str(path), folded=False).idle.causes  # --all-frames: torch's frame is kept, skipped
+    assert [w.line for w in unfolded.syncs] == ["proj/denoise.py:57 report", "proj/denoise.py:41 log_loss"]
+    doc = json.loads(path.read_text())
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "python_function"]
+    path.write_text(json.dumps(doc))
+    assert [w.line for w in analyze_trace(str(path)).idle.causes.syncs] == [""]
+
+
 def test_a_gap_ended_by_work_whose_launch_is_not_recorded_is_unknown(tmp_path):
     t = Trace()
     t.step(1, 0, 200)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from lightx2v.trace_summary import memory as memory_answers
 from lightx2v.trace_summary.analyze import IDLE_FLAG_RATIO
 from lightx2v.trace_summary.devices import unlisted
-from lightx2v.trace_summary.model import DeviceMemory, IdleStats, MemorySummary, RankSummary, RunSummary
+from lightx2v.trace_summary.model import DeviceMemory, IdleStats, MemorySummary, RankSummary, RunSummary, SyncWait
 from lightx2v.trace_summary.render import format_bytes, format_signed_bytes
 from lightx2v.trace_summary.steps import cause_times, idle_advice
 
@@ -226,7 +226,7 @@ def _idle(idle: IdleStats) -> str:
         rows = [f"<tr><td>{escape(cause)}</td><td>{bar([(us, WARN if flagged else IDLE)], idle.idle_us, cause)}</td>"
                 f"{num_cell(ms(us))}{num_cell(pct(100 * us / idle.idle_us))}</tr>"
                 for cause, us in cause_times(idle.causes) if us > 0]
-        rows += [f"<tr>{name_cell('sync: ' + (w.op + ' → ' if w.op else '') + w.call)}<td></td>"
+        rows += [f"<tr>{name_cell(_sync_name(w))}<td></td>"
                  f"{num_cell(ms(w.idle_us))}{num_cell(f'{w.gaps} gap' + ('s' if w.gaps != 1 else ''))}"
                  f"</tr>" for w in idle.causes.syncs[:3]]
         causes = table(["idle by cause", "", "ms", "% of idle"], rows, "idle-causes")
@@ -273,6 +273,10 @@ def _cpu_ops(r: RankSummary) -> str:
     return (f"<h3>Top {len(r.top_cpu_ops)} CPU ops by self time</h3><p class=meta>all CPU ops: "
             f"{ms(r.cpu_self_total_us)} ms self</p>"
             + table(["op", "", "% self", "self ms", "total ms", "calls"], rows, "cpu-ops"))
+
+
+def _sync_name(w: SyncWait) -> str:
+    return f"sync: {w.op + ' → ' if w.op else ''}{w.call}{' at ' + w.line if w.line else ''}"
 
 
 def render_error(title: str, message: str, back_url: str = "/") -> str:

@@ -23,7 +23,7 @@ from .cpu_ops import cpu_op_stats
 from .devices import devices, rank_and_world, versions
 from .efficiency import TARGET_PCT, efficiency
 from .flops import MODELED
-from .frames import SKIP_HEAD_FOLDED, frame_summary, frame_tree, keeps
+from .frames import SKIP_HEAD_FOLDED, code_line, frame_summary, frame_tree, keeps
 from .kernels import gpu_work
 from .launch import launch_chain
 from .model import PeakSpec, RankSummary, RankTables, SkippedEvents
@@ -70,7 +70,7 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
     has_gpu = gpu.totals is not None
     tree = op_tree(c)
     chain = launch_chain(c)
-    found = step_stats(c, gpu.busy if has_gpu else None, gpu.is_kernel, chain, tree)
+    found = step_stats(c, gpu.busy if has_gpu else None, gpu.is_kernel, chain, tree, code_line(c))
     steps = found.steps
     group = group_keys(c, tree, chain)
     cpu_ops, cpu_self_total = cpu_op_stats(c, tree)

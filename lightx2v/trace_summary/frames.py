@@ -178,6 +178,34 @@ def frame_tree(c: Collected, chain: LaunchChain, steps: Steps, tree: OpTree, mem
     return b.tree(device)
 
 
+def code_line(c: Collected) -> Callable[[int, float, float], str] | None:
+    """Where in the user's code a host call [lo, hi] on ``thread`` sat: "two_functions.py:41 main", the innermost
+    user frame around it ("" when none); None without Python frames. The idle causes name a sync's line with it
+    (``steps.step_stats(where=...)``). The frames' index is built at the first call: most traces have no sync."""
+    if not len(c.fr_ts):
+        return None
+    names, fr_name = c.frame_kept, c.fr_name
+    found: list[tuple[Enclosing, array]] = []
+
+    def where(thread: int, lo: float, hi: float) -> str:
+        if not found:
+            frames = Enclosing(c.fr_thread, c.fr_ts, c.fr_dur)
+            parent = array("l", [NONE]) * len(c.fr_ts)
+            for i, p in frames.walk():
+                parent[i] = p
+            found.append((frames, parent))
+        frames, parent = found[0]
+        f = frames.innermost(thread, lo, hi)
+        while f != NONE and frame_kind(names[fr_name[f]]) != USER:  # --all-frames keeps library frames too
+            f = parent[f]
+        if f == NONE:
+            return ""
+        at, function = location(names[fr_name[f]])
+        return f"{at} {function}"
+
+    return where
+
+
 MIXED = -2  # a top-level op with frames inside it (Python called back from the op): its ops are looked up each
 
 

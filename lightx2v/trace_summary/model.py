@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-SCHEMA = "lightx2v.trace_summary/3"  # 2: RankSummary.efficiency; 3: RankSummary.frames
+SCHEMA = "lightx2v.trace_summary/4"  # 2: RankSummary.efficiency; 3: RankSummary.frames; 4: SyncWait.line
 
 
 @dataclass
@@ -29,6 +29,7 @@ class SyncWait:
     call: str  # "cudaStreamSynchronize", "cudaDeviceSynchronize", a blocking "cudaMemcpy", ...
     idle_us: float
     gaps: int
+    line: str = ""  # where in the user's code the call sat ("two_functions.py:41 main"); "" without with_stack
 
 
 @dataclass

@@ -254,7 +254,7 @@ def _idle_line(idle: IdleStats) -> str:
                                                  for name, us in parts if us > 0))
         for w in causes.syncs[:3]:
             lines.append(f"    sync  {_ms(w.idle_us)} ms in {w.gaps} gap{'s' if w.gaps != 1 else ''}: "
-                         f"{w.op + ' -> ' if w.op else ''}{w.call}")
+                         f"{w.op + ' -> ' if w.op else ''}{w.call}{' at ' + w.line if w.line else ''}")
     if idle.flagged:
         advice = idle_advice(idle)
         if advice:

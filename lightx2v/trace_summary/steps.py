@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import intervals
@@ -59,9 +60,15 @@ class Steps:
     cpu_spans: list[tuple[float, float]]  # per step: its CPU span (the window for CPU ops)
 
 
+# Where in the user's code a host call sat: (thread, start, end) -> "file.py:29 mlp" ("" unknown); frames.py
+# builds it from a with_stack capture's Python frames (steps cannot import frames: frames builds on Steps)
+CodeLine = Callable[[int, float, float], str]
+
+
 def step_stats(c: Collected, busy: Intervals | None, is_kernel: list[bool], chain: LaunchChain,
-               tree: OpTree) -> Steps:
-    """The steps in time order; GPU fields stay None when ``busy`` is None (no GPU activity)."""
+               tree: OpTree, where: CodeLine | None = None) -> Steps:
+    """The steps in time order; GPU fields stay None when ``busy`` is None (no GPU activity). ``where`` names
+    each sync cause's line in the user's code (with_stack captures)."""
     n = len(c.g_lo)
     g_lo, g_dur, g_name, launch_ts = c.g_lo, c.g_dur, c.g_name, chain.launch_ts
     of_gpu = array("l", [NONE]) * n
@@ -113,7 +120,7 @@ def step_stats(c: Collected, busy: Intervals | None, is_kernel: list[bool], chai
         end = g_lo[g] + g_dur[g]
         if end > gpu_end[k]:
             gpu_end[k] = end
-    gaps = _GapCauses(c, chain, tree) if busy is not None else None
+    gaps = _GapCauses(c, chain, tree, where) if busy is not None else None
     out = []
     for k, (lo, hi, name) in enumerate(spans):
         wall = ends[k] - lo
@@ -134,11 +141,12 @@ def step_stats(c: Collected, busy: Intervals | None, is_kernel: list[bool], chai
 class _GapCauses:
     """What ended each gap: the GPU events in start order with their launch times, and the host's syncs."""
 
-    def __init__(self, c: Collected, chain: LaunchChain, tree: OpTree) -> None:
+    def __init__(self, c: Collected, chain: LaunchChain, tree: OpTree, where: CodeLine | None = None) -> None:
         order = sorted(range(len(c.g_lo)), key=c.g_lo.__getitem__)
         self.starts = [c.g_lo[g] for g in order]
         self.launch = [chain.launch_ts[g] for g in order]
-        syncs: list[tuple[float, float, str, str]] = []  # (start, end, top-level op, call)
+        syncs: list[tuple[float, float, str, str, str]] = []  # (start, end, top-level op, call, line in the code)
+        line = where or (lambda thread, lo, hi: "")
         names, op_name, root = list(c.names), c.op_name, tree.root
         sync_ids = {i for name, i in c.rt_names.items() if name in SYNC_CALLS}
         if sync_ids:
@@ -147,14 +155,16 @@ class _GapCauses:
                 if n_id in sync_ids:
                     lo = c.rt_ts[i]
                     hi = lo + c.rt_dur[i]
-                    o = chain.ops.innermost(c.rt_thread[i], lo, hi)
-                    syncs.append((lo, hi, names[op_name[root[o]]] if o != NONE else "", rt_names[n_id]))
+                    t = c.rt_thread[i]
+                    o = chain.ops.innermost(t, lo, hi)
+                    syncs.append((lo, hi, names[op_name[root[o]]] if o != NONE else "", rt_names[n_id],
+                                  line(t, lo, hi)))
         sync_ops = {c.names[name] for name in SYNC_OPS if name in c.names}
         if sync_ops:
             for i, n_id in enumerate(op_name):
                 if n_id in sync_ops:
-                    lo = c.op_ts[i]
-                    syncs.append((lo, lo + c.op_dur[i], names[op_name[root[i]]], names[n_id]))
+                    lo, hi = c.op_ts[i], c.op_ts[i] + c.op_dur[i]
+                    syncs.append((lo, hi, names[op_name[root[i]]], names[n_id], line(c.op_thread[i], lo, hi)))
         syncs.sort()
         self.syncs = syncs
         self.sync_starts = [s[0] for s in syncs]
@@ -183,13 +193,13 @@ def idle_in(busy: Intervals, lo: float, hi: float, step: str, causes: _GapCauses
     largest = max(gaps, key=lambda g: g[1] - g[0], default=(lo, lo))
     ratio = idle / window if window > 0 else 0.0
     by_cause = dict.fromkeys(CAUSES, 0.0)
-    syncs: dict[tuple[str, str], list[float]] = {}
+    syncs: dict[tuple[str, str, str], list[float]] = {}
     for a, b in gaps:
         cause, j = causes.classify(a, b)
         by_cause[cause] += b - a
         if j != NONE:
-            _, _, op, call = causes.syncs[j]
-            entry = syncs.setdefault((op, call), [0.0, 0])
+            _, _, op, call, line = causes.syncs[j]
+            entry = syncs.setdefault((op, call, line), [0.0, 0])
             entry[0] += b - a
             entry[1] += 1
     return IdleStats(
@@ -205,13 +215,14 @@ def idle_in(busy: Intervals, lo: float, hi: float, step: str, causes: _GapCauses
     )
 
 
-def _causes(by_cause: dict[str, float], syncs: dict[tuple[str, str], tuple[float, int]]) -> IdleCauses:
+def _causes(by_cause: dict[str, float], syncs: dict[tuple[str, str, str], tuple[float, int]]) -> IdleCauses:
     total = sum(by_cause.values())
     dominant = max(by_cause, key=lambda cause: by_cause[cause]) if total > 0 else ""
     return IdleCauses(host_wait_us=by_cause[HOST_WAIT], sync_us=by_cause[SYNC], short_gaps_us=by_cause[SHORT_GAPS],
                       other_us=by_cause[OTHER], unknown_us=by_cause[UNKNOWN], dominant=dominant,
-                      syncs=[SyncWait(op=op, call=call, idle_us=us, gaps=count)
-                             for (op, call), (us, count) in sorted(syncs.items(), key=lambda item: -item[1][0])])
+                      syncs=[SyncWait(op=op, call=call, idle_us=us, gaps=count, line=line)
+                             for (op, call, line), (us, count) in sorted(syncs.items(),
+                                                                         key=lambda item: -item[1][0])])
 
 
 def idle_total(steps: list[StepStats]) -> IdleStats | None:
@@ -225,15 +236,15 @@ def idle_total(steps: list[StepStats]) -> IdleStats | None:
     worst = measured[worst_step]
     ratio = idle / window if window > 0 else 0.0
     by_cause = dict.fromkeys(CAUSES, 0.0)
-    syncs: dict[tuple[str, str], tuple[float, int]] = {}
+    syncs: dict[tuple[str, str, str], tuple[float, int]] = {}
     for i in measured:
         if i.causes is None:
             continue
         for cause, us in cause_times(i.causes):
             by_cause[cause] += us
         for w in i.causes.syncs:
-            us, count = syncs.get((w.op, w.call), (0.0, 0))
-            syncs[(w.op, w.call)] = (us + w.idle_us, count + w.gaps)
+            us, count = syncs.get((w.op, w.call, w.line), (0.0, 0))
+            syncs[(w.op, w.call, w.line)] = (us + w.idle_us, count + w.gaps)
     return IdleStats(window_us=window, idle_us=idle, ratio=ratio, largest_gap_us=worst.largest_gap_us,
                      largest_gap_at_us=worst.largest_gap_at_us, largest_gap_step=worst.largest_gap_step,
                      gaps_over_10us=sum(i.gaps_over_10us for i in measured), flagged=ratio >= IDLE_FLAG_RATIO,

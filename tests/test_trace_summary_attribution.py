@@ -17,6 +17,7 @@ import pytest
 
 from lightx2v.trace_summary.analyze import analyze_trace, summarize_collected
 from lightx2v.trace_summary.collect import SKIP_HEAD, Collected
+from lightx2v.trace_summary.flops import MODELED
 from lightx2v.trace_summary.reader import TraceStream
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "h200_dit_stack.pt.trace.json.gz"
@@ -85,7 +86,7 @@ def test_one_more_collector_gets_its_events_and_changes_nothing_else(tmp_path):
     path.write_text(json.dumps(doc))
     extra = MemoryEvents()
     stream = TraceStream(str(path), skip_head=SKIP_HEAD)
-    collected = Collected(extra=[extra])
+    collected = Collected(extra=[extra], shapes_of=MODELED)  # as analyze_trace builds it, shapes kept
     for batch in stream.batches():
         collected.feed(batch)
     assert extra.bytes == [4096, -4096]

@@ -17,8 +17,8 @@ Modules, one idea each, in the order data flows:
   ``efficiency`` (achieved rates against the roofline, the step's MFU);
 - a run: ``summarize`` (PATHs -> runs), ``ranks`` (straggler);
 - two runs: ``diff`` with ``noise`` (change or noise, from the steps' own spread) and ``efficiency_diff``;
-- output: ``model`` (dataclasses = the --json schema), ``render`` / ``render_diff`` / ``render_efficiency`` (text), ``names`` and
-  ``ratios`` (one rule each for names and shares), ``hook`` (the profiler's per-capture summary).
+- output: ``model`` (dataclasses = the --json schema), ``render`` / ``render_diff`` / ``render_efficiency`` (text),
+  ``names`` and ``ratios`` (one rule each for names and shares), ``hook`` (the profiler's per-capture summary).
 
 Reads JSON only: importing this package never imports torch.
 """

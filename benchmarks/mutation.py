@@ -101,6 +101,18 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.capture.jobs.xǁJobǁdescribe__mutmut_49": _STRICT,
     "lightx2v.capture.jobs.x_wait_for_job_capture__mutmut_63": _AT_DEADLINE,
     "lightx2v.capture.jobs.x_wait_for_job_capture__mutmut_77": _POLL_PACE,
+    # capture/control.py
+    "lightx2v.capture.control.x_find_control_dirs__mutmut_20": "follow_symlinks=None is false as False is",
+    "lightx2v.capture.control.x__surely_dead__mutmut_3": "pid 0 names our own process group: os.kill(0, 0) succeeds, "
+                                                         "so it is not surely dead either way",
+    "lightx2v.capture.control.x__surely_dead__mutmut_4": "pid 1 is init, which always exists: not surely dead "
+                                                         "either way",
+    "lightx2v.capture.control.x__float__mutmut_2": "a missing exit time reads as 1970 plus 0 or 1 s: older than any "
+                                                   "real one, and as far past the age limit",
+    "lightx2v.capture.control.x_arm__mutmut_26": _AT_DEADLINE,
+    "lightx2v.capture.control.x_arm__mutmut_28": _POLL_PACE,
+    "lightx2v.capture.control.x_wait_for_capture__mutmut_3": _AT_DEADLINE,
+    "lightx2v.capture.control.x_wait_for_capture__mutmut_20": _POLL_PACE,
     # noise.py
     "lightx2v.trace_summary.noise.x_noise_pct__mutmut_6": "an empty side's median is never used (fewer than 2 steps)",
     "lightx2v.trace_summary.noise.x_mann_whitney_p__mutmut_5": "the side tag only orders equal values; 1 or 2 sort "

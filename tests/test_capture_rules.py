@@ -578,3 +578,24 @@ def test_a_job_arm_its_first_rank_cannot_take_says_which_job_and_why():
     with pytest.raises(NotArmed) as raised:
         jobs.arm_job(job)
     assert str(raised.value).startswith("job j: cannot write /nowhere/h_100.")
+
+
+def test_an_old_style_reason_after_the_colon_may_hold_colons_and_never_replaces_a_reason_written_apart():
+    assert control.request_outcome({"outcome": "refused: env: LIGHTX2V_TORCH_PROFILE=0"}) == (
+        ArmOutcome.REFUSED, "env: LIGHTX2V_TORCH_PROFILE=0")
+    assert control.request_outcome({"outcome": "refused: old words", "reason": "profiling is off"}) == (
+        ArmOutcome.REFUSED, "profiling is off")
+    assert control.job_arm_state({"state": "abandoned: old words", "reason": "rank 1 did not answer"}) == (
+        JobArmState.ABANDONED, "rank 1 did not answer")
+
+
+def test_a_time_that_is_no_number_is_shown_as_a_question_mark():
+    assert control._clock("soon") == "?"
+    assert control._clock(None) == "?"
+
+
+def test_sibling_logdirs_are_all_found_not_only_the_first(tmp_path):
+    for name in ("a", "b", "c"):
+        (tmp_path / name / ".capture").mkdir(parents=True)
+    assert control.find_control_dirs(str(tmp_path)).control_dirs == [
+        str(tmp_path / name / ".capture") for name in ("a", "b", "c")]

@@ -87,6 +87,12 @@ _NAMELESS = ("the type's name is a fallback for an exception without a message: 
 _AT_DEADLINE = ("a wait that ends at its deadline or a clock tick later says the same: no test can stop the "
                 "monotonic clock on the deadline itself")
 _POLL_PACE = "the pace of a polling loop: the same answer, at most a second later"
+_GENERATION = ("a session generation only has to differ from every earlier one (a key, an equality test), on "
+               "every rank alike: starting at 1, counting by 2 or downwards does")
+_EARLIER_START = ("clip starting at an earlier interval: those end before the window's start and clip to nothing "
+                  "(only slower)")
+_PLANNED = "an arm past WAITING has had its plan (plan_job sets decided), so the wait returns at once"
+_CHANGES = "the watcher only compares the job-arm change count with its last value: -1 or +2 is a change as +1 is"
 EQUIVALENT: dict[str, str] = {
     "lightx2v.hostcheck.x_host_name__mutmut_16": _LOWERED,
     "lightx2v.hostcheck.x_build__mutmut_5": "the hostname is lower-cased before the strip: " + _LOWERED,
@@ -113,6 +119,32 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.capture.control.x_arm__mutmut_28": _POLL_PACE,
     "lightx2v.capture.control.x_wait_for_capture__mutmut_3": _AT_DEADLINE,
     "lightx2v.capture.control.x_wait_for_capture__mutmut_20": _POLL_PACE,
+    # the drop-in (its ONLY_FUNCTIONS)
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁ_arm_locked__mutmut_4": _GENERATION,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁ_arm_locked__mutmut_5": _GENERATION,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_43": _GENERATION,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_44": _GENERATION,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁ__init____mutmut_7": _GENERATION,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁrelease__mutmut_7": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁrelease__mutmut_8": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjoin_job__mutmut_9": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjoin_job__mutmut_10": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁplan_job__mutmut_6": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁplan_job__mutmut_7": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁplan_job__mutmut_16": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁplan_job__mutmut_17": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_35": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_36": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_47": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_48": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_4": _PLANNED,
+    # intervals.py
+    "lightx2v.trace_summary.intervals.x_merge__mutmut_5": "setting the end to the value it already has changes nothing",
+    "lightx2v.trace_summary.intervals.x_clip__mutmut_4": _EARLIER_START,
+    "lightx2v.trace_summary.intervals.x_clip__mutmut_17": "float('INF') is the same infinity",
+    "lightx2v.trace_summary.intervals.x_clip__mutmut_18": _EARLIER_START,
+    "lightx2v.trace_summary.intervals.x_clip__mutmut_21": "an interval starting at the window's end clips to nothing, "
+                                                          "and so does every one after it: not breaking adds none",
     # noise.py
     "lightx2v.trace_summary.noise.x_noise_pct__mutmut_6": "an empty side's median is never used (fewer than 2 steps)",
     "lightx2v.trace_summary.noise.x_mann_whitney_p__mutmut_5": "the side tag only orders equal values; 1 or 2 sort "

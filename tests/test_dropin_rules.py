@@ -95,6 +95,8 @@ def test_each_ranks_chrome_trace_gets_the_rank_before_its_ending(path, rank, wor
     ("..hidden-", 40, "hidden"),  # no leading or trailing dot, dash or underscore
     ("_x_", 40, "x"),
     ("v1.2-rc_3", 40, "v1.2-rc_3"),  # letters, digits and ._- stay
+    ("Denoise X", 40, "Denoise_X"),  # upper case too, an X at either end included
+    ("X-ray", 40, "X-ray"),
     ("abcdefgh", 3, "abc"),
 ])
 def test_a_label_becomes_a_file_name_safe_slug(label, limit, slug):
@@ -146,3 +148,210 @@ def test_a_store_value_reads_as_text_whether_bytes_or_not():
     assert dropin._text(b"call 7") == "call 7"
     assert dropin._text("call 7") == "call 7"
     assert dropin._text(7) == "7"
+
+
+# ------------------------------------------------------------------------------- the session's transitions
+# The table in _Session's docstring, one test a row or edge; each session is new (as in a new process).
+@pytest.fixture
+def session(monkeypatch):
+    monkeypatch.delenv(dropin.ENV_ENABLE, raising=False)  # profiling on, as by default
+    return dropin._Session()
+
+
+def result(label: str) -> dropin.CaptureResult:
+    return dropin.CaptureResult(label=label, profile_format="chrome", trace_paths=[], run_dir=None, log_dir=None,
+                                rank=0, world_size=1, calls=1, seconds=0.1)
+
+
+def test_a_new_session_is_armed_idle_and_has_captured_nothing(session):
+    # what the status file and session_done() show before the first capture: plain False, none, zero
+    assert (session.claimed, session.capturing, session.last, session.captures, session.last_site,
+            session.job, session.last_job) == (False, False, None, 0, None, None, None)
+
+
+def test_the_first_claim_captures_and_every_later_one_runs_plain(session):
+    generation = session.claim()
+    assert generation is not None and (session.claimed, session.capturing) == (True, True)
+    assert session.claim() is None  # while capturing
+    session.release()
+    assert (session.claimed, session.capturing) == (True, False)
+    assert session.claim() is None  # the session's capture is done: later calls run plain
+
+
+def test_a_capture_under_way_is_never_claimed_twice_even_after_a_new_session_is_armed(session):
+    assert session.claim() is not None
+    session.arm()  # reset_session() during the capture
+    assert session.claim() is None and session.capturing
+    session.release()
+    assert session.claim() is not None  # the new session's first call captures
+
+
+def test_with_profiling_off_a_claim_uses_up_the_session_without_capturing(session, monkeypatch):
+    monkeypatch.setenv(dropin.ENV_ENABLE, "0")
+    assert session.claim() is None and (session.claimed, session.capturing) == (True, False)
+
+
+def test_each_arm_is_a_new_generation_and_a_new_session(session):
+    first = session.claim()
+    session.release()
+    second = session.arm()
+    assert second != first and session.claimed is False
+    assert session.claim() == second
+    session.release()
+    third = session.arm()
+    assert third not in (first, second)
+
+
+def test_recording_keeps_the_last_result_and_counts_every_capture(session):
+    session.record(result("a"))
+    session.record(result("b"))
+    assert (session.last.label, session.captures) == ("b", 2)
+
+
+def test_a_request_is_noted_with_the_generation_and_captures_it_left(session):
+    noted = []
+    session.claim()
+    session.record(result("a"))
+    session.release()
+    answer = session.request_arm(None, lambda *args: noted.append(args))
+    assert answer == (dropin.ArmOutcome.ARMED, None)
+    assert noted == [((dropin.ArmOutcome.ARMED, None), session.generation, 1)]
+    assert session.claim() == noted[0][1]
+
+
+def arm_at(session, calls: int) -> tuple[dropin._JobArm, dropin._Site]:
+    site = dropin._Site(TorchTraceProfileConfig())
+    site.calls = calls
+    job = dropin._JobArm(1, {"id": "r"}, site, "step")
+    assert session.join_job(job) is None
+    return job, site
+
+
+def test_joining_a_job_is_refused_while_capturing_or_while_another_arm_is_not_over(session):
+    session.claim()
+    site = dropin._Site(TorchTraceProfileConfig())
+    assert session.join_job(dropin._JobArm(1, {}, site, "step")) == "capturing now"
+    session.release()
+    first = dropin._JobArm(1, {}, site, "step")
+    assert session.join_job(first) is None
+    assert session.join_job(dropin._JobArm(2, {}, site, "step")) == "job arm 1 is not over"
+    assert session.job is first and session.claimed is False  # every run() asks job_turn() now
+
+
+def test_every_job_arm_transition_changes_the_count_the_watcher_watches(session):
+    seen = [session.job_changes]
+
+    def changed() -> None:
+        assert session.job_changes != seen[-1]
+        seen.append(session.job_changes)
+
+    job, site = arm_at(session, 10)
+    changed()
+    session.plan_job(job, 13)
+    changed()
+    site.calls = 13
+    assert session.job_turn(site) is not None
+    changed()
+    session.release()
+    changed()
+    job2, site2 = arm_at(session, 20)  # the next arm: abandoned
+    changed()
+    session.plan_job(job2, None, "no plan")
+    changed()
+    job3, site3 = arm_at(session, 30)  # and one missed
+    changed()
+    session.plan_job(job3, 33)
+    changed()
+    site3.calls = 34
+    assert session.job_turn(site3) is None
+    changed()
+    assert len(set(seen)) == len(seen)
+
+
+def test_a_jobs_capture_is_a_new_generation_whose_run_directory_is_named_by_the_arm(session):
+    before = session.generation
+    job, site = arm_at(session, 10)
+    session.plan_job(job, 13)
+    site.calls = 13
+    generation = session.job_turn(site)
+    assert generation is not None and generation != before and job.generation == generation
+    assert session.rendezvous_of(generation) == "job_arm/1/run_dir"
+    assert session.rendezvous_of(before) == f"run_dir/{before}"  # not the arm's capture
+
+
+def test_a_plain_session_names_its_run_directory_by_its_generation(session):
+    generation = session.claim()
+    assert session.rendezvous_of(generation) == f"run_dir/{generation}"
+
+
+def test_a_missed_call_ends_the_arm_and_puts_the_rank_back_on_the_steady_path(session):
+    job, site = arm_at(session, 0)
+    session.plan_job(job, 3)
+    site.calls = 4
+    assert session.job_turn(site) is None
+    assert (job.state, session.job, session.claimed) == (JobArmState.MISSED, None, True)
+
+
+def test_another_call_site_never_takes_a_jobs_turn(session):
+    job, site = arm_at(session, 0)
+    session.plan_job(job, 3)
+    other = dropin._Site(TorchTraceProfileConfig())
+    other.calls = 3
+    assert session.job_turn(other) is None and job.state is JobArmState.ARMED
+
+
+def test_an_armed_job_without_a_target_captures_nothing(session):
+    job, site = arm_at(session, 0)
+    job.move(JobArmState.ARMED)  # a plan without a call (never written so, but never trusted)
+    site.calls = 3
+    assert session.job_turn(site) is None and not session.capturing
+
+
+@pytest.fixture
+def short_wait(monkeypatch):
+    """The wait for a plan: 0.1 + 0.1 s."""
+    monkeypatch.setattr(dropin, "JOB_ANSWER_SECONDS", 0.1)
+    monkeypatch.setattr(dropin, "JOB_WAIT_MARGIN_SECONDS", 0.1)
+
+
+def test_a_rank_waits_for_the_plan_only_from_its_joining_count_plus_job_ahead(session, short_wait):
+    job, site = arm_at(session, 10)
+    for calls in (11, 12):  # below 10 + JOB_AHEAD: the agreed call cannot be this one, no wait
+        site.calls = calls
+        assert session.job_turn(site) is None and job.state is JobArmState.WAITING
+    site.calls = 13  # the agreed call may be this one: wait for the plan, none comes, the rank gives up
+    assert session.job_turn(site) is None
+    assert (job.state, job.reason) == (JobArmState.ABANDONED, "no plan within 0 s (the job's c10d store did not "
+                                                              "answer this rank); this rank does not capture")
+    assert session.job is None and session.claimed
+
+
+def test_a_plan_that_comes_during_the_wait_is_followed(session, monkeypatch):
+    import threading
+    import time
+
+    monkeypatch.setattr(dropin, "JOB_ANSWER_SECONDS", 5.0)  # waits up to 9 s; the plan comes after 1.5 s
+    monkeypatch.setattr(dropin, "JOB_WAIT_MARGIN_SECONDS", 4.0)
+    job, site = arm_at(session, 10)
+    site.calls = 13
+    later = threading.Timer(1.5, session.plan_job, (job, 13))
+    later.start()
+    started = time.monotonic()
+    try:
+        generation = session.job_turn(site)
+    finally:
+        later.cancel()
+    assert generation is not None and job.state is JobArmState.CAPTURING
+    assert 1.0 < time.monotonic() - started < 8.0
+
+
+def test_an_unknown_switch_word_warns_with_the_words_it_takes_slash_separated(monkeypatch, caplog):
+    import logging
+
+    monkeypatch.setattr(dropin, "_FLAGS_WARNED", set())
+    monkeypatch.setenv("LIGHTX2V_TEST_SWITCH", "flase")
+    caplog.set_level(logging.WARNING, logger=dropin.__name__)
+    assert dropin._env_flag("LIGHTX2V_TEST_SWITCH", True) is True
+    assert [r.getMessage() for r in caplog.records if r.name == dropin.__name__] == [
+        "[Profile] LIGHTX2V_TEST_SWITCH='flase' is not an on/off word (1/true/yes/on or 0/false/no/off, any case); "
+        "keeping the default: on"]

@@ -31,6 +31,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 GOAL = 85.0
+# a mutant whose tests take this many times their usual time is a timeout (caught); mutmut's default, 15 (with its
+# CPU limit at twice that), lets each looping mutant of the step pass hold this shared machine for minutes
+TIMEOUT_MULTIPLIER = 4.0
 
 # module -> the fast tests that cover it: test files, and ``-k`` leaving out those that start a program in a child
 # process (mutmut's copy can neither track nor switch mutants there; they are the end-to-end checks).
@@ -199,7 +202,8 @@ def mutmut_config(module: str, tests: list[str], also_copy: list[str]) -> str:
             f"also_copy = {toml_list(also_copy)}\n"
             f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
             f"pytest_add_cli_args = {toml_list(PYTEST_ARGS)}\n"
-            "use_git_change_detection = false\n")
+            "use_git_change_detection = false\n"
+            f"timeout_multiplier = {TIMEOUT_MULTIPLIER}\n")
 
 
 def run_module(module: str, scratch: Path, *, survivors: bool) -> dict[str, object]:

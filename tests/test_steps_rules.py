@@ -88,7 +88,7 @@ def test_all_steps_idle_adds_windows_idle_causes_and_syncs_and_keeps_the_largest
                at=200.0, step="ProfilerStep#1", over_10=3)
     two = idle(50.0, causes(host=10.0, short=40.0, dominant="short gaps",
                             syncs=[SyncWait("aten::item", "cudaStreamSynchronize", 30.0, 2),
-                                   SyncWait("", "cudaDeviceSynchronize", 5.0, 1)]),
+                                   SyncWait("", "cudaDeviceSynchronize", 5.0, 4)]),
                window=500.0, largest=120.0, at=7.0, step="ProfilerStep#2", over_10=1)
     total = idle_total([step("ProfilerStep#1", one), step("ProfilerStep#2", two), step("ProfilerStep#3", None)])
     assert total == IdleStats(
@@ -97,7 +97,7 @@ def test_all_steps_idle_adds_windows_idle_causes_and_syncs_and_keeps_the_largest
         causes=IdleCauses(host_wait_us=60.0, sync_us=100.0, short_gaps_us=40.0, other_us=0.0, unknown_us=0.0,
                           dominant="sync",
                           syncs=[SyncWait("aten::item", "cudaStreamSynchronize", 130.0, 3),
-                                 SyncWait("", "cudaDeviceSynchronize", 5.0, 1)]))
+                                 SyncWait("", "cudaDeviceSynchronize", 5.0, 4)]))  # by time, not gaps
 
 
 def test_all_steps_idle_is_flagged_from_a_fifth_of_the_windows():
@@ -142,3 +142,100 @@ def test_a_gap_of_exactly_10_us_counts_as_over_10_and_the_largest_gap_is_placed_
     assert (s.idle.largest_gap_us, s.idle.largest_gap_at_us, s.idle.largest_gap_step) == (500.0, 500.0,
                                                                                          "ProfilerStep#1")
     assert s.idle.idle_us == 100 + 10 + 9 + 251 + 500
+
+
+# ---------------------------------------------------------------------------------- idle by cause, per step
+# Hand-made traces (tests/helpers/kineto.py: an op at ts launches its GPU work at ts + 1 and runs it from ts + 100).
+# An op at 0 without GPU work makes the trace start there, so the steps start 1000 us into it.
+def analyzed(tmp_path, t: Kineto, name: str = "w.pt.trace.json"):
+    from lightx2v.trace_summary.analyze import analyze_trace
+
+    return analyze_trace(t.write(tmp_path / name))
+
+
+def trace_from_0() -> Kineto:
+    t = Kineto()
+    t.op("aten::empty", 0.0, [], dur=10.0)
+    t.step(1, 1000.0)
+    return t
+
+
+def test_the_largest_gap_is_the_longest_one_placed_from_its_steps_start_and_the_flag_starts_at_a_fifth(tmp_path):
+    t = trace_from_0()
+    t.op("aten::mm", 1300.0, [("kernel", "a", 100.0)])  # GPU 1400-1500
+    t.op("aten::mm", 1550.0, [("kernel", "b", 350.0)])  # GPU 1650-2000
+    (s,) = analyzed(tmp_path, t).steps
+    # gaps: 1000-1400 (400, the largest, at the step's start) and 1500-1650 (150)
+    assert (s.idle.largest_gap_us, s.idle.largest_gap_at_us, s.idle.idle_us) == (400.0, 0.0, 550.0)
+
+    exact = trace_from_0()
+    exact.op("aten::mm", 1000.0, [("kernel", "a", 800.0)])  # GPU 1100-1900: idle 100 + 100 of 1000 us
+    (s,) = analyzed(tmp_path, exact, "exact.pt.trace.json").steps
+    assert (s.idle.ratio, s.idle.flagged) == (0.2, True)
+
+
+def sync(t: Kineto, call: str, ts: float, dur: float) -> None:
+    t.ids += 1
+    t._x("cuda_runtime", call, 1, ts, dur, correlation=t.ids)
+
+
+def syncing_trace() -> Kineto:
+    """Step 1000-2000. Kernels 1100-1150, 1360-1410, 1620-1670, 1800-1810; between them the host sat in a sync:
+    .item()'s cudaStreamSynchronize 1165-1255 and 1425-1515, a cudaDeviceSynchronize outside any op 1680-1785."""
+    t = trace_from_0()
+    t.op("aten::mm", 1000.0, [("kernel", "k", 50.0)], dur=20.0)
+    t.op("aten::item", 1160.0, [], dur=100.0)
+    sync(t, "cudaStreamSynchronize", 1165.0, 90.0)
+    t.op("aten::mm", 1260.0, [("kernel", "k", 50.0)], dur=20.0)
+    t.op("aten::item", 1420.0, [], dur=100.0)
+    sync(t, "cudaStreamSynchronize", 1425.0, 90.0)
+    t.op("aten::mm", 1520.0, [("kernel", "k", 50.0)], dur=20.0)
+    sync(t, "cudaDeviceSynchronize", 1680.0, 20.0)
+    t.op("aten::add", 1700.0, [("kernel", "k", 10.0)], dur=5.0)
+    return t
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["time_order", "reverse_file_order"])
+def test_gaps_ended_after_a_sync_add_up_per_op_and_call_in_any_file_order(tmp_path, reverse):
+    t = syncing_trace()
+    if reverse:
+        t.events.reverse()
+    (s,) = analyzed(tmp_path, t).steps
+    c = s.idle.causes
+    # 1000-1100 and 1810-2000: host wait (100 + 190); 1150-1360, 1410-1620: item's syncs; 1670-1800: the device sync
+    assert (c.host_wait_us, c.sync_us, c.short_gaps_us, c.other_us) == (290.0, 550.0, 0.0, 0.0)
+    assert [(w.op, w.call, w.idle_us, w.gaps) for w in c.syncs] == [
+        ("aten::item", "cudaStreamSynchronize", 420.0, 2), ("", "cudaDeviceSynchronize", 130.0, 1)]
+
+
+def test_an_item_without_a_recorded_runtime_call_is_a_sync_too(tmp_path):
+    t = trace_from_0()
+    t.op("aten::mm", 1000.0, [("kernel", "k", 50.0)], dur=20.0)  # GPU 1100-1150
+    t.op("aten::item", 1160.0, [], dur=100.0)  # .item() 1160-1260, no cudaStreamSynchronize recorded
+    t.op("aten::mm", 1270.0, [("kernel", "k", 730.0)], dur=20.0)  # GPU 1370-2000
+    (s,) = analyzed(tmp_path, t).steps
+    assert (s.idle.causes.sync_us, [(w.op, w.call) for w in s.idle.causes.syncs]) == (
+        220.0, [("aten::item", "aten::item")])
+
+
+def test_work_queued_exactly_when_the_gpu_went_idle_or_a_30_us_gap_is_not_launch_overhead(tmp_path):
+    t = trace_from_0()
+    t.op("aten::mm", 1000.0, [("kernel", "k", 50.0)], dur=10.0)  # GPU 1100-1150
+    t.op("aten::add", 1149.0, [("kernel", "k", 10.0)], dur=5.0)  # launched at 1150: GPU 1249-1259
+    t.op("aten::add", 1189.0, [("kernel", "k", 741.0)], dur=5.0)  # launched at 1190: GPU 1289-2030
+    (s,) = analyzed(tmp_path, t).steps
+    c = s.idle.causes
+    # 1150-1249: queued at the gap's very start, 99 us: other; 1259-1289: queued, exactly 30 us: other too
+    assert (c.other_us, c.short_gaps_us, c.host_wait_us) == (129.0, 0.0, 100.0)
+
+
+def test_sub_microsecond_idle_still_has_a_dominant_cause_and_advice():
+    total = idle_total([step("ProfilerStep#1", idle(0.5, causes(host=0.5, dominant="host wait")))])
+    assert total is not None and total.causes is not None and total.causes.dominant == "host wait"
+    assert idle_advice(total).startswith("the GPU waits for the host to launch work (100% of idle)")
+
+
+def test_the_sync_advice_gives_the_calls_time_in_ms_to_the_microsecond():
+    top = SyncWait(op="", call="cudaDeviceSynchronize", idle_us=1500.0, gaps=3)
+    line = idle_advice(idle(1500.0, causes(sync=1500.0, dominant="sync", syncs=[top])))
+    assert "(100% of idle: cudaDeviceSynchronize 1.500 ms)" in line

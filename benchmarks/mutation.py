@@ -18,6 +18,7 @@ A module without an entry in ``FAST_TESTS`` is reported and skipped: map it to t
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import re
@@ -25,15 +26,24 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 GOAL = 85.0
+# a mutant whose tests take this many times their usual time is a timeout (caught); mutmut's default, 15 (with its
+# CPU limit at twice that), lets each looping mutant of the step pass hold this shared machine for minutes
+TIMEOUT_MULTIPLIER = 4.0
 
 # module -> the fast tests that cover it: test files, and ``-k`` leaving out those that start a program in a child
 # process (mutmut's copy can neither track nor switch mutants there; they are the end-to-end checks).
 _DIFF = ["tests/test_diff_rules.py", "tests/test_trace_summary_diff.py", "-k", "not cli"]
 _CAPTURE = ["tests/test_capture_rules.py", "tests/test_capture_states.py"]
+# the one pass on hand-made traces, the H200 fixture and HTA's corpus (not the HTA cross-check: it imports HTA)
+_ANALYSIS = ["tests/test_steps_rules.py", "tests/test_trace_summary_launch_steps.py",
+             "tests/test_trace_summary_analysis.py", "tests/test_trace_corpus.py",
+             "tests/test_trace_summary_attribution.py", "tests/test_diff_rules.py", "-k",
+             "not importing and not agree_with_hta"]
 FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/hostcheck.py": ["tests/test_host_check_rules.py"],
     "lightx2v/settings.py": ["tests/test_settings_rules.py", "tests/test_settings.py", "-k",
@@ -47,8 +57,29 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/snapshot.py": ["tests/test_memory_rules.py", "tests/test_memory_snapshot_reader.py",
                                            "-k", "not finds_each_ranks_snapshot"],
     "lightx2v/trace_browser/compare.py": ["tests/test_compare_rules.py"],
+    "lightx2v/trace_summary/intervals.py": ["tests/test_intervals_rules.py"],
+    # the step pass runs under every summary test: its own few, so a looping mutant times out in seconds, not minutes
+    "lightx2v/trace_summary/steps.py": ["tests/test_steps_rules.py", "tests/test_trace_summary_launch_steps.py",
+                                        "tests/test_trace_summary_analysis.py", "-k",
+                                        "not importing and not real_cpu and not cpu_trace_gzip"],
+    "lightx2v/trace_summary/launch.py": _ANALYSIS,
+    "lightx2v/trace_summary/attribution.py": _ANALYSIS,
+    "lightx2v/trace_summary/kernels.py": _ANALYSIS,
     "lightx2v/capture/jobs.py": _CAPTURE,
+    "lightx2v/utils/torch_trace_profiler.py": ["tests/test_dropin_rules.py", "tests/test_profiler_switches.py",
+                                               "tests/test_capture_states.py", "tests/test_capture_rules.py", "-k",
+                                               "not typo_in_the_profiling_switch"],
     "lightx2v/capture/control.py": _CAPTURE,
+}
+
+# module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),
+# for a module too large to mutate whole here: its score is then the score of those functions (the README says so).
+ONLY_FUNCTIONS: dict[str, list[str]] = {
+    # the drop-in (1,700 lines, ~2,000 mutants: hours here): its rules that run without a capture; the capture
+    # itself (torch.profiler, export, the watcher thread, c10d) is left to the end-to-end tests
+    "lightx2v/utils/torch_trace_profiler.py": [
+        "x__env_flag", "x__find_bad_field", "x__job_plan", "x__read_plan", "x__text", "x__with_rank_suffix", "x__slug",
+        "x__size", "xǁ_JobArmǁmove", "xǁ_JobArmǁdescribe", "xǁ_Sessionǁ*"],
 }
 
 # mutant -> why it cannot change behaviour (an equivalent mutant: no test can kill it). mutmut names a mutant
@@ -59,10 +90,67 @@ _STRICT = "zip's strict only checks equal lengths, which these lists always have
 _NO_STATE = "a block without a state reads 'None' or 'XXXX' instead of '': none of them starts with 'active'"
 _NAMELESS = ("the type's name is a fallback for an exception without a message: the unpickler raises none such "
              "(MemoryError aside)")
+_AT_DEADLINE = ("a wait that ends at its deadline or a clock tick later says the same: no test can stop the "
+                "monotonic clock on the deadline itself")
+_POLL_PACE = "the pace of a polling loop: the same answer, at most a second later"
+_GENERATION = ("a session generation only has to differ from every earlier one (a key, an equality test), on "
+               "every rank alike: starting at 1, counting by 2 or downwards does")
+_EARLIER_START = ("clip starting at an earlier interval: those end before the window's start and clip to nothing "
+                  "(only slower)")
+_PLANNED = "an arm past WAITING has had its plan (plan_job sets decided), so the wait returns at once"
+_CHANGES = "the watcher only compares the job-arm change count with its last value: -1 or +2 is a change as +1 is"
 EQUIVALENT: dict[str, str] = {
     "lightx2v.hostcheck.x_host_name__mutmut_16": _LOWERED,
     "lightx2v.hostcheck.x_build__mutmut_5": "the hostname is lower-cased before the strip: " + _LOWERED,
     "lightx2v.hostcheck.x_build__mutmut_14": _LOWERED,
+    # settings.py
+    "lightx2v.settings.x__host__mutmut_3": "ip_address(None) raises the ValueError a host name raises: every value "
+                                           "then takes the name check, which no IP address fails (no space, /@?#)",
+    "lightx2v.settings.x_help_text__mutmut_13": "the width is used only to pad the lines of a non-empty list",
+    # capture/jobs.py
+    "lightx2v.capture.jobs.xǁJobǁdescribe__mutmut_45": _STRICT,
+    "lightx2v.capture.jobs.xǁJobǁdescribe__mutmut_48": _STRICT,
+    "lightx2v.capture.jobs.xǁJobǁdescribe__mutmut_49": _STRICT,
+    "lightx2v.capture.jobs.x_wait_for_job_capture__mutmut_63": _AT_DEADLINE,
+    "lightx2v.capture.jobs.x_wait_for_job_capture__mutmut_77": _POLL_PACE,
+    # capture/control.py
+    "lightx2v.capture.control.x_find_control_dirs__mutmut_20": "follow_symlinks=None is false as False is",
+    "lightx2v.capture.control.x__surely_dead__mutmut_3": "pid 0 names our own process group: os.kill(0, 0) succeeds, "
+                                                         "so it is not surely dead either way",
+    "lightx2v.capture.control.x__surely_dead__mutmut_4": "pid 1 is init, which always exists: not surely dead "
+                                                         "either way",
+    "lightx2v.capture.control.x__float__mutmut_2": "a missing exit time reads as 1970 plus 0 or 1 s: older than any "
+                                                   "real one, and as far past the age limit",
+    "lightx2v.capture.control.x_arm__mutmut_26": _AT_DEADLINE,
+    "lightx2v.capture.control.x_arm__mutmut_28": _POLL_PACE,
+    "lightx2v.capture.control.x_wait_for_capture__mutmut_3": _AT_DEADLINE,
+    "lightx2v.capture.control.x_wait_for_capture__mutmut_20": _POLL_PACE,
+    # the drop-in (its ONLY_FUNCTIONS)
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁ_arm_locked__mutmut_4": _GENERATION,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁ_arm_locked__mutmut_5": _GENERATION,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_43": _GENERATION,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_44": _GENERATION,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁ__init____mutmut_7": _GENERATION,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁrelease__mutmut_7": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁrelease__mutmut_8": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjoin_job__mutmut_9": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjoin_job__mutmut_10": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁplan_job__mutmut_6": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁplan_job__mutmut_7": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁplan_job__mutmut_16": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁplan_job__mutmut_17": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_35": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_36": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_47": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_48": _CHANGES,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_4": _PLANNED,
+    # intervals.py
+    "lightx2v.trace_summary.intervals.x_merge__mutmut_5": "setting the end to the value it already has changes nothing",
+    "lightx2v.trace_summary.intervals.x_clip__mutmut_4": _EARLIER_START,
+    "lightx2v.trace_summary.intervals.x_clip__mutmut_17": "float('INF') is the same infinity",
+    "lightx2v.trace_summary.intervals.x_clip__mutmut_18": _EARLIER_START,
+    "lightx2v.trace_summary.intervals.x_clip__mutmut_21": "an interval starting at the window's end clips to nothing, "
+                                                          "and so does every one after it: not breaking adds none",
     # noise.py
     "lightx2v.trace_summary.noise.x_noise_pct__mutmut_6": "an empty side's median is never used (fewer than 2 steps)",
     "lightx2v.trace_summary.noise.x_mann_whitney_p__mutmut_5": "the side tag only orders equal values; 1 or 2 sort "
@@ -117,7 +205,8 @@ def mutmut_config(module: str, tests: list[str], also_copy: list[str]) -> str:
             f"also_copy = {toml_list(also_copy)}\n"
             f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
             f"pytest_add_cli_args = {toml_list(PYTEST_ARGS)}\n"
-            "use_git_change_detection = false\n")
+            "use_git_change_detection = false\n"
+            f"timeout_multiplier = {TIMEOUT_MULTIPLIER}\n")
 
 
 def run_module(module: str, scratch: Path, *, survivors: bool) -> dict[str, object]:
@@ -135,7 +224,8 @@ def run_module(module: str, scratch: Path, *, survivors: bool) -> dict[str, obje
                                          + mutmut_config(module, FAST_TESTS[module], others))
     env = dict(os.environ, PYTHONPATH=str(work), CI="")
     env.pop("PYTEST_ADDOPTS", None)
-    cmd = ["nice", "-n", "10", sys.executable, "-m", "mutmut", "run", "--max-children", "1"]
+    patterns = mutant_patterns(module)
+    cmd = ["nice", "-n", "10", sys.executable, "-m", "mutmut", "run", "--max-children", "1", *patterns]
     done = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"mutmut on {module} failed ({done.returncode}):\n{done.stdout[-3000:]}\n"
@@ -143,9 +233,13 @@ def run_module(module: str, scratch: Path, *, survivors: bool) -> dict[str, obje
     subprocess.run([sys.executable, "-m", "mutmut", "export-cicd-stats"], cwd=work, env=env, check=True,
                    capture_output=True)
     stats = json.loads((work / "mutants" / "mutmut-cicd-stats.json").read_text())
-    listing = subprocess.run([sys.executable, "-m", "mutmut", "results"], cwd=work, env=env, capture_output=True,
-                             text=True, check=True).stdout
-    not_killed = [(m.group(1), m.group(2)) for m in map(MUTANT_NAME.match, listing.splitlines()) if m]
+    listing = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"], cwd=work, env=env,
+                             capture_output=True, text=True, check=True).stdout
+    every = [(m.group(1), m.group(2).strip()) for m in map(MUTANT_NAME.match, listing.splitlines()) if m]
+    if patterns:  # mutmut's own counts include the functions left unchecked
+        every = [(name, state) for name, state in every if any(fnmatch.fnmatchcase(name, p) for p in patterns)]
+        stats = counts(state for _, state in every)
+    not_killed = [(name, state) for name, state in every if state != "killed"]
     surviving = [name for name, state in not_killed if state.strip() in {"survived", "no tests"}]
     excluded = [name for name in surviving if equivalent_reason(name)]
     diffs = {}
@@ -155,6 +249,23 @@ def run_module(module: str, scratch: Path, *, survivors: bool) -> dict[str, obje
                 diffs[name] = subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=work, env=env,
                                              capture_output=True, text=True).stdout
     return {"stats": stats, "surviving": surviving, "excluded": excluded, "diffs": diffs}
+
+
+def mutant_patterns(module: str) -> list[str]:
+    """mutmut's name patterns for the mutants of ``module``'s ONLY_FUNCTIONS; empty: every mutant of it."""
+    dotted = module.removesuffix(".py").replace("/", ".")
+    return [f"{dotted}.{function}__mutmut_*" for function in ONLY_FUNCTIONS.get(module, [])]
+
+
+def counts(states: Iterable[str]) -> dict[str, int]:
+    """mutmut's CI/CD stats (``killed``, ``survived``, ``no_tests``, ...) of the mutants in these states."""
+    stats = dict.fromkeys(("killed", "survived", "no_tests", "skipped", "suspicious", "timeout", "segfault"), 0)
+    stats["total"] = 0
+    for state in states:
+        key = state.replace(" ", "_")
+        stats[key] = stats.get(key, 0) + 1
+        stats["total"] += 1
+    return stats
 
 
 def equivalent_reason(mutant: str) -> str | None:

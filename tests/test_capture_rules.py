@@ -558,3 +558,45 @@ def test_the_job_wait_counts_a_rank_without_a_recorded_before_from_zero(tmp_path
     job = jobs.Job("j", [control.read_process(p) for p in paths])
     done = jobs.wait_for_job_capture(job, {"job_arm": 1, "captures_before": {}}, timeout=5)
     assert sorted(done["ranks"]) == [0, 1] and done["call"] == 44
+
+
+def test_a_job_with_one_rank_listed_here_names_its_call_and_site():
+    # rank 1 runs on another node without a shared filesystem: the arm's line comes from rank 0 alone
+    job = jobs.Job("j", [rank(0, arm(5, "armed", calls=12, target=15, site="denoise"))])
+    assert jobs.arm_state(job) == "ARMED: every rank captures call 15 of 'denoise' (rank 0 at 12)"
+
+
+def test_the_job_wait_of_a_job_with_one_rank_listed_here_returns_its_capture(tmp_path):
+    path = write_rank(tmp_path, 0, arm(1, "captured", target=47), 2)
+    job = jobs.Job("j", [control.read_process(path)])
+    done = jobs.wait_for_job_capture(job, {"job_arm": 1, "captures_before": {0: 1}}, timeout=5)
+    assert done == {"call": 47, "run_dirs": ["/tb/run_2"], "ranks": {0: {"run_dir": "/tb/run_2", "finished_at": NOW}}}
+
+
+def test_a_job_arm_its_first_rank_cannot_take_says_which_job_and_why():
+    # both ranks running, nothing refused: the request for rank 0 cannot be written (its folder is not there)
+    job = jobs.Job("j", [rank(0, None), rank(1, None)])
+    with pytest.raises(NotArmed) as raised:
+        jobs.arm_job(job)
+    assert str(raised.value).startswith("job j: cannot write /nowhere/h_100.")
+
+
+def test_an_old_style_reason_after_the_colon_may_hold_colons_and_never_replaces_a_reason_written_apart():
+    assert control.request_outcome({"outcome": "refused: env: LIGHTX2V_TORCH_PROFILE=0"}) == (
+        ArmOutcome.REFUSED, "env: LIGHTX2V_TORCH_PROFILE=0")
+    assert control.request_outcome({"outcome": "refused: old words", "reason": "profiling is off"}) == (
+        ArmOutcome.REFUSED, "profiling is off")
+    assert control.job_arm_state({"state": "abandoned: old words", "reason": "rank 1 did not answer"}) == (
+        JobArmState.ABANDONED, "rank 1 did not answer")
+
+
+def test_a_time_that_is_no_number_is_shown_as_a_question_mark():
+    assert control._clock("soon") == "?"
+    assert control._clock(None) == "?"
+
+
+def test_sibling_logdirs_are_all_found_not_only_the_first(tmp_path):
+    for name in ("a", "b", "c"):
+        (tmp_path / name / ".capture").mkdir(parents=True)
+    assert control.find_control_dirs(str(tmp_path)).control_dirs == [
+        str(tmp_path / name / ".capture") for name in ("a", "b", "c")]

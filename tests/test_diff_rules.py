@@ -26,8 +26,6 @@ from helpers.kineto import Kineto
 
 MEMCPY = "Memcpy HtoD (Pageable -> Device)"
 
-NO_SHAPES = "  efficiency: no op shapes on either side (record_shapes=True) for rates and MFU; "
-
 
 def one_rank(tmp_path: Path, side: str, gemm: str, gemm_us: float, copy: bool = False, fill: bool = False,
              steps: int = 2) -> str:
@@ -88,7 +86,9 @@ def test_the_diff_text_signs_every_delta_and_marks_removed_kernels_minus_added_p
         "  memcpy calls                  0            1         +1.0       -",
         "  memcpy bytes                0 B       4.1 KB",
         "  step wall: within noise (2 vs 2 steps, ranges overlap, steps vary ±0.0%)",
-        NO_SHAPES + "GEMM 1.50x slower (0.100 -> 0.150 ms per step)",
+        # GEMM time a step: gemm_a 100 us -> gemm_b 150 us
+        "  efficiency: no op shapes on either side (record_shapes=True) for rates and MFU; GEMM 1.50x slower "
+        "(0.100 -> 0.150 ms per step)",
         "",
         "Op groups (label / top-level op) whose GPU work changed: 2 of 3",
         "  status              calls B>N   BASE ms    NEW ms  delta ms       %  noise  group",
@@ -225,7 +225,9 @@ def test_the_tables_cut_at_top_and_say_how_many_more_with_labels_lowerings_and_k
         "  memcpy calls                  1            1         +0.0    +0.0",
         "  memcpy bytes                  -        512 B",
         "  step wall: within noise (2 vs 2 steps, ranges overlap, steps vary ±0.0%)",
-        NO_SHAPES + "GEMM 1.50x slower (0.130 -> 0.195 ms per step)",
+        # GEMM time a step: 100 (addmm) + 30 (mm) us -> 90 (mm) + 40+30+20+10 (mm) + 5 (bmm) us
+        "  efficiency: no op shapes on either side (record_shapes=True) for rates and MFU; GEMM 1.50x slower "
+        "(0.130 -> 0.195 ms per step)",
         "",
         "Op groups (label / top-level op) whose GPU work changed: 4 of 5",
         "  status              calls B>N   BASE ms    NEW ms  delta ms       %  noise  group",
@@ -312,7 +314,9 @@ def test_a_cpu_run_of_one_step_per_side_paired_across_ranks_reads_with_dashes_an
         "  kernel time ms                -            -            -       -",
         "  CPU op self ms            0.050        0.080       +0.030   +60.0",
         "  step wall: cannot tell (1 vs 1 steps, one step a side: not tested)",
-        NO_SHAPES + "elementwise 1.60x slower (0.050 -> 0.080 ms per step)",
+        # no GPU: the elementwise class's time is aten::add's, 50 -> 80 us
+        "  efficiency: no op shapes on either side (record_shapes=True) for rates and MFU; elementwise 1.60x slower "
+        "(0.050 -> 0.080 ms per step)",
         "",
         "Op groups (label / top-level op) whose GPU work changed: 0 of 0",
         "",

@@ -166,3 +166,30 @@ def test_a_default_is_shown_in_words_unset_or_as_its_value():
     assert settings.SETTINGS["LIGHTX2V_TB_SKIP_FIXES"].shown_default == "none"
     assert settings.SETTINGS["TRACE_BROWSER_PORT"].shown_default == "9001"
     assert settings.SETTINGS["BASE_IMAGE"].shown_default == "unset"
+
+
+def test_a_text_or_path_parser_refuses_a_blank_value_saying_it_wants_one():
+    # get() reads a blank variable as unset; the parsers themselves are what a caller with its own text uses
+    for parse in (settings.parse_text, settings.parse_path, settings.parse_host, settings.parse_url):
+        with pytest.raises(ValueError) as raised:
+            parse(" \t")
+        assert str(raised.value) == "expected a non-empty value"
+    assert settings.parse_text("  docker.example/base:1 ") == "docker.example/base:1"
+
+
+@pytest.mark.parametrize("text", ["X", "Xeon-box", "box-X.lan"])
+def test_a_bind_host_may_hold_any_letter_including_an_upper_case_x(text):
+    assert get("LIGHTX2V_BIND_HOST", {"LIGHTX2V_BIND_HOST": text}) == text
+
+
+def test_declaring_a_setting_records_each_of_its_fields_once(monkeypatch):
+    monkeypatch.setattr(settings, "SETTINGS", {})
+    name = settings._declare("LIGHTX2V_EXAMPLE", 7, settings.parse_port, "an example", ["serve", "capture"],
+                             scope=settings.INTERNAL, default_doc="seven")
+    assert name == "LIGHTX2V_EXAMPLE"
+    assert settings.SETTINGS == {name: settings.Setting(name, 7, settings.parse_port, "an example",
+                                                        ("serve", "capture"), "internal", "seven")}
+    plain = settings._declare("LIGHTX2V_PLAIN", None, settings.parse_text, "plain")
+    assert settings.SETTINGS[plain] == settings.Setting(plain, None, settings.parse_text, "plain", (), "user", None)
+    with pytest.raises(AssertionError, match="LIGHTX2V_PLAIN declared twice"):
+        settings._declare(plain, None, settings.parse_text, "again")

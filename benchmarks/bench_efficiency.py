@@ -64,6 +64,21 @@ def replicate(src: Path, out: Path, size_mb: float) -> int:
     return copies
 
 
+def with_and_without(code: str, trace: Path, work: Path, repeat: int) -> dict[str, list[dict]]:
+    """``code`` (a child's summary of ``sys.argv[1]``, the feature on when ``sys.argv[2] == "1"``) without and with
+    the feature, alternating ``repeat`` times so the machine's drift touches both; each run printed with what the
+    child printed. {"without" | "with": [bench_trace_summary.measure results]}."""
+    runs: dict[str, list[dict]] = {"without": [], "with": []}
+    for _ in range(repeat):
+        for label, flag in (("without", "0"), ("with", "1")):
+            out = work / f"{label}.out"
+            res = measure([sys.executable, "-c", code, str(trace), flag], out, 3600)
+            runs[label].append(res)
+            print(f"  {label:<8} {res['wall_s']:7.2f} s  peak RSS {res['rss_mb']:.0f} MB  ({out.read_text().strip()})",
+                  flush=True)
+    return runs
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size-mb", type=float, default=200)
@@ -76,14 +91,8 @@ def main() -> int:
         print(f"trace: {trace.stat().st_size / 1e6:.0f} MB, {copies} steps with shapes")
         code = ("import sys; from lightx2v.trace_summary.analyze import analyze_trace; "
                 "r = analyze_trace(sys.argv[1], with_efficiency=sys.argv[2] == '1'); "
-                "print(r.efficiency.mfu_pct if r.efficiency else '-')")
-        runs: dict[str, list[dict]] = {"without": [], "with": []}
-        for _ in range(args.repeat):
-            for label, flag in (("without", "0"), ("with", "1")):
-                res = measure([sys.executable, "-c", code, str(trace), flag], work / f"{label}.out", 3600)
-                runs[label].append(res)
-                print(f"  {label:<8} {res['wall_s']:7.2f} s  peak RSS {res['rss_mb']:.0f} MB  "
-                      f"MFU {(work / f'{label}.out').read_text().strip()}", flush=True)
+                "print('MFU', r.efficiency.mfu_pct if r.efficiency else '-')")
+        runs = with_and_without(code, trace, work, args.repeat)
         best = {k: min(r["wall_s"] for r in v) for k, v in runs.items()}
         ratio = best["with"] / best["without"]
         print(f"summary with efficiency / without: {ratio:.2f}x (fastest {best['with']:.2f} s vs "

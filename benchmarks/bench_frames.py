@@ -21,8 +21,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_efficiency import replicate
-from bench_trace_summary import measure
+from bench_efficiency import replicate, with_and_without
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "h200_dit_stack.pt.trace.json.gz"
 TIME_GOAL, MEMORY_GOAL = 1.5, 0.3
@@ -42,13 +41,7 @@ def main() -> int:
         code = ("import sys; from lightx2v.trace_summary.analyze import analyze_trace; "
                 "r = analyze_trace(sys.argv[1], with_frames=sys.argv[2] == '1'); "
                 "print(r.frames.frames[0].location if r.frames else '-', len(r.steps))")
-        runs: dict[str, list[dict]] = {"without": [], "with": []}
-        for _ in range(args.repeat):
-            for label, flag in (("without", "0"), ("with", "1")):
-                res = measure([sys.executable, "-c", code, str(trace), flag], work / f"{label}.out", 3600)
-                runs[label].append(res)
-                print(f"  {label:<8} {res['wall_s']:7.2f} s  peak RSS {res['rss_mb']:.0f} MB  "
-                      f"({(work / f'{label}.out').read_text().strip()})", flush=True)
+        runs = with_and_without(code, trace, work, args.repeat)
         best = {k: min(r["wall_s"] for r in v) for k, v in runs.items()}
         rss = max(r["rss_mb"] for r in runs["with"])
         ratio, memory = best["with"] / best["without"], rss / size_mb

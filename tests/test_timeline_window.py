@@ -13,13 +13,15 @@ import gzip
 import json
 import os
 import shutil
+import sys
 
 import pytest
 
 from lightx2v.trace_browser.step_index import step_index
 from lightx2v.trace_browser.window import range_window, step_window
 
-from conftest import H200_TRACE
+from conftest import H200_TRACE, free_port
+from helpers.procs import Server, get_json, http_get, wait_until
 from helpers.steps_trace import STEP_US, T0, steps_trace
 
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
@@ -182,3 +184,36 @@ def test_the_index_is_cached_apart_from_the_trace_and_rebuilt_when_size_or_mtime
     os.utime(trace, ns=(st.st_atime_ns, st.st_mtime_ns))  # the old mtime: only the size tells
     assert trace.stat().st_size != st.st_size and trace.stat().st_mtime_ns == st.st_mtime_ns
     assert step_index(str(trace), str(cache)).steps[0].name == "ProfilerStep#19"
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    root = tmp_path_factory.mktemp("windows") / "save_results"
+    steps_trace(root / "run" / "rank0_host.pt.trace.json")
+    port = free_port()
+    server = Server([sys.executable, "-m", "lightx2v.trace_browser", "--root", str(root), "--port", str(port),
+                     "--host", "127.0.0.1"])
+    try:
+        wait_until(lambda: http_get(f"http://127.0.0.1:{port}/api/traces")[0] == 200, 30, what="the browser")
+        yield root, f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_the_window_routes_serve_the_index_and_the_filtered_events(browser):
+    root, url = browser
+    doc = load(root / "run" / "rank0_host.pt.trace.json")
+    index = get_json(url + "/api/timeline/index/run/rank0_host.pt.trace.json")
+    assert [s["name"] for s in index["steps"]] == ["ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"]
+    assert os.listdir(root / ".trace_browser" / "index")  # kept in the folder the trace browser owns
+    assert [t["path"] for t in get_json(url + "/api/traces")] == ["run/rank0_host.pt.trace.json"]
+    window = get_json(url + "/api/timeline/window/run/rank0_host.pt.trace.json?step=1&frames=1")
+    assert window["traceEvents"] == expected_step_events(doc, 1, frames=True)
+    lo, end = T0 + 950, T0 + 1250
+    window = get_json(url + f"/api/timeline/window/run/rank0_host.pt.trace.json?lo={lo}&end={end}")
+    assert window["traceEvents"] == expected_range_events(doc, lo, end, frames=False)
+    for query, status in (("step=3", 404), ("step=-1", 404), ("lo=x&end=1", 400), ("", 400)):
+        assert http_get(url + "/api/timeline/window/run/rank0_host.pt.trace.json?" + query)[0] == status, query
+    assert http_get(url + "/api/timeline/window/run/missing.pt.trace.json?step=0")[0] == 404
+    assert http_get(url + "/api/timeline/index/../secret.json")[0] in (403, 404)

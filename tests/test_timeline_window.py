@@ -217,3 +217,21 @@ def test_the_window_routes_serve_the_index_and_the_filtered_events(browser):
         assert http_get(url + "/api/timeline/window/run/rank0_host.pt.trace.json?" + query)[0] == status, query
     assert http_get(url + "/api/timeline/window/run/missing.pt.trace.json?step=0")[0] == 404
     assert http_get(url + "/api/timeline/index/../secret.json")[0] in (403, 404)
+
+
+@pytest.mark.slow
+def test_the_server_serves_a_rewritten_trace_anew(tmp_path):
+    root = tmp_path / "save_results"
+    trace = root / "run" / "rank0_host.pt.trace.json"
+    steps_trace(trace)
+    port = free_port()
+    server = Server([sys.executable, "-m", "lightx2v.trace_browser", "--root", str(root), "--port", str(port),
+                     "--host", "127.0.0.1"])
+    try:
+        url = f"http://127.0.0.1:{port}/api/timeline/window/run/rank0_host.pt.trace.json?step=0"
+        wait_until(lambda: http_get(url)[0] == 200, 30, what="the browser")
+        assert "k_step1" in names(get_json(url)["traceEvents"])
+        trace.write_text(trace.read_text().replace('"k_step1"', '"k_step1_recaptured"'))
+        assert "k_step1_recaptured" in names(get_json(url)["traceEvents"])
+    finally:
+        server.stop()

@@ -15,6 +15,7 @@ import html
 import json
 import os
 import posixpath
+import threading
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -81,14 +82,28 @@ def _json_trace(root: str, rel: str) -> str:
     return real
 
 
+def _index_key(root: str, real: str) -> tuple[str, int, int, str]:
+    """(trace, size, mtime, cache folder): the index is kept in `<root>/.trace_browser/index` and in memory."""
+    return (real, *_stamp(real), os.path.join(os.path.realpath(root), TRACE_BROWSER_DIR, "index"))
+
+
 def _index_of(root: str, real: str) -> StepIndex:
-    """The trace's step index, kept in `<root>/.trace_browser/index` (and in memory, for a read-only root)."""
-    return _index(real, *_stamp(real), os.path.join(os.path.realpath(root), TRACE_BROWSER_DIR, "index"))
+    return _index(*_index_key(root, real))
+
+
+_INDEXING = threading.Lock()  # one index pass at a time: two tabs opening a new trace read it once, not twice
 
 
 @functools.lru_cache(maxsize=64)
 def _index(real: str, size: int, mtime_ns: int, cache_dir: str) -> StepIndex:  # size, mtime: the cache key
-    return step_index(real, cache_dir)
+    with _INDEXING:
+        return step_index(real, cache_dir)
+
+
+@functools.lru_cache(maxsize=8)
+def _step_window(real: str, size: int, mtime_ns: int, cache_dir: str, k: int, frames: bool) -> bytes:
+    """A step's window, kept for the few steps last shown: moving back to one costs no pass over the file."""
+    return window.step_window(real, _index(real, size, mtime_ns, cache_dir), k, frames)
 
 
 def timeline_index(root: str, rel: str) -> Page:
@@ -113,7 +128,7 @@ def timeline_window(root: str, rel: str, query: str) -> Page:
             k = int(params["step"]) if params["step"].isdigit() else -1
             if not 0 <= k < len(index.steps):
                 raise Refused(404, f"no step {params['step']}: the trace has {len(index.steps)} (0-based)")
-            body = window.step_window(real, index, k, frames)
+            body = _step_window(*_index_key(root, real), k, frames)
         elif "lo" in params and "end" in params:
             try:
                 lo, end = float(params["lo"]), float(params["end"])

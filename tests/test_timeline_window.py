@@ -19,6 +19,7 @@ import pytest
 
 from lightx2v.trace_browser.step_index import step_index
 from lightx2v.trace_browser.window import range_window, step_window
+from lightx2v.trace_summary.reader import CHUNK_BYTES
 
 from conftest import H200_TRACE, free_port
 from helpers.procs import Server, get_json, http_get, wait_until
@@ -93,6 +94,14 @@ def names(events: list[dict]) -> set[str]:
     return {e["name"] for e in events}
 
 
+SMALL_PIECES = 256  # bytes per read while indexing: the synthetic trace's events in some 20 pieces, not one
+
+
+@pytest.fixture(params=[0, SMALL_PIECES], ids=["4MB-pieces", "small-pieces"])
+def chunk_bytes(request) -> int:
+    return request.param or CHUNK_BYTES
+
+
 @pytest.fixture(params=["plain", "gzip"])
 def synthetic(request, tmp_path):
     path = steps_trace(tmp_path / "rank0_host.pt.trace.json")
@@ -125,9 +134,9 @@ def test_a_step_holds_the_gpu_work_it_launched_even_when_it_runs_in_the_next(syn
 
 
 @pytest.mark.parametrize("frames", [False, True])
-def test_step_windows_equal_a_filter_of_the_whole_file(synthetic, tmp_path, frames):
+def test_step_windows_equal_a_filter_of_the_whole_file(synthetic, tmp_path, frames, chunk_bytes):
     doc = load(synthetic)
-    index = step_index(synthetic, str(tmp_path / "cache"))
+    index = step_index(synthetic, str(tmp_path / "cache"), chunk_bytes)
     assert [(s.name, s.lo, s.end) for s in index.steps] == [(s["name"], s["lo"], s["end"])
                                                             for s in expected_steps(doc)]
     for k in range(3):
@@ -138,24 +147,56 @@ def test_step_windows_equal_a_filter_of_the_whole_file(synthetic, tmp_path, fram
 
 
 @pytest.mark.parametrize("frames", [False, True])
-def test_range_windows_equal_a_filter_of_the_whole_file(synthetic, frames):
+def test_range_windows_equal_a_filter_of_the_whole_file(synthetic, tmp_path, frames, chunk_bytes):
     doc = load(synthetic)
+    index = step_index(synthetic, str(tmp_path / "cache"), chunk_bytes)
     for lo, end in ((T0 + 950, T0 + 1250), (T0 - 1000, T0 + 10 * STEP_US), (T0 + 2499, T0 + 2500)):
-        window = json.loads(range_window(synthetic, lo, end, frames))
-        assert window["traceEvents"] == expected_range_events(doc, lo, end, frames)
+        expected = expected_range_events(doc, lo, end, frames)
+        assert json.loads(range_window(synthetic, lo, end, frames))["traceEvents"] == expected
+        assert json.loads(range_window(synthetic, lo, end, frames, index))["traceEvents"] == expected
 
 
-def test_the_h200_fixture_windows_equal_a_filter_of_the_whole_file(tmp_path):
+def bytes_read() -> int:
+    """What this process has read from files so far (Linux's /proc/self/io)."""
+    with open("/proc/self/io") as f:
+        return int(next(line for line in f if line.startswith("rchar:")).split()[1])
+
+
+@pytest.mark.parametrize("piece", [SMALL_PIECES, 200, 320])  # pieces cut elsewhere: a frame at either end
+def test_a_step_of_a_plain_trace_is_read_where_it_lies_not_the_whole_file(tmp_path, piece):
+    trace = steps_trace(tmp_path / "rank0_host.pt.trace.json", steps=120)
+    doc = load(trace)
+    index = step_index(trace, None, piece)
+    size = os.path.getsize(trace)
+    for k in (0, 60, 119):
+        before = bytes_read()
+        window = step_window(trace, index, k)
+        read = bytes_read() - before
+        assert json.loads(window)["traceEvents"] == expected_step_events(doc, k, frames=False)
+        assert read < size / 4, f"read {read} of {size} bytes for one step of 120"
+    for k in (0, 1):
+        framed = json.loads(step_window(trace, index, k, frames=True))["traceEvents"]
+        assert framed == expected_step_events(doc, k, frames=True)
+        assert f"late_writer.py({k + 1}): written last" in names(framed)  # at the file's end: found by its flag
+
+
+@pytest.mark.parametrize("form", ["gzip", "plain"])
+def test_the_h200_fixture_windows_equal_a_filter_of_the_whole_file(tmp_path, form, chunk_bytes):
     doc = load(H200_TRACE)
-    index = step_index(str(H200_TRACE), str(tmp_path / "cache"))
+    trace = str(H200_TRACE)
+    if form == "plain":
+        trace = str(tmp_path / "rank0_h200.pt.trace.json")
+        with gzip.open(H200_TRACE, "rb") as src, open(trace, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    index = step_index(trace, str(tmp_path / "cache"), chunk_bytes)
     assert [s.name for s in index.steps] == ["ProfilerStep#4"]
     for frames in (False, True):
-        window = json.loads(step_window(str(H200_TRACE), index, 0, frames))
+        window = json.loads(step_window(trace, index, 0, frames))
         assert window["traceEvents"] == expected_step_events(doc, 0, frames)
     kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
     lo, end = kernels[10]["ts"], kernels[40]["ts"]
     for frames in (False, True):
-        window = json.loads(range_window(str(H200_TRACE), lo, end, frames))
+        window = json.loads(range_window(trace, lo, end, frames, index))
         assert window["traceEvents"] == expected_range_events(doc, lo, end, frames)
         assert 0 < len(window["traceEvents"]) < len(doc["traceEvents"])
 

@@ -134,7 +134,7 @@ def timeline_window(root: str, rel: str, query: str) -> Page:
                 lo, end = float(params["lo"]), float(params["end"])
             except ValueError:
                 raise Refused(400, "lo and end are times in the trace's microseconds") from None
-            body = window.range_window(real, lo, end, frames)
+            body = window.range_window(real, lo, end, frames, _index_of(root, real))
         else:
             raise Refused(400, "name a window: ?step=K or ?lo=T&end=T (and &frames=1 for Python frames)")
     except TraceError as exc:

@@ -9,8 +9,11 @@ A step is a ``ProfilerStep#N`` span on the host. GPU work belongs to the step wh
 (the runtime or driver call with the same correlation id), however late the GPU runs it: the launch chain's rule
 (``lightx2v.trace_summary.launch``). The window ends where ``trace_summary.steps`` ends a step's wall: its CPU
 span extended over the GPU work it launched (and its GPU-side ``ProfilerStep#N`` span), never past the next
-step's start. The pass is ``TraceStream``'s, with Python frames and flow arrows skipped undecoded (they are most
-of a with_stack trace and say nothing about where steps are).
+step's start. The pass is ``TraceStream``'s, with Python frames skipped undecoded (they are most of a with_stack
+trace and say nothing about where steps are). For a plain file the index also cuts the event array into the
+pieces the reader read (``Chunk``: about 4 MB of the file each) and notes what each holds (metadata, Python
+frames, the time and the correlation ids its events cover), so a window reads only the pieces it needs; gzip
+cannot be entered in the middle, so a gzip trace's windows read the whole stream.
 
 The index is a small JSON file in a folder the stack owns (the trace browser's ``<root>/.trace_browser/index``),
 never beside the user's trace; it names the trace's size and mtime and is built again when either changed. A
@@ -28,12 +31,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from lightx2v.fileio import write_atomically
-from lightx2v.trace_summary.collect import KERNEL_CATS, MEM_CATS, RUNTIME_CATS, SKIP_HEAD, STEP_PREFIX
-from lightx2v.trace_summary.reader import TraceStream
+from lightx2v.trace_summary.collect import FRAME_CAT, KERNEL_CATS, MEM_CATS, RUNTIME_CATS, STEP_PREFIX
+from lightx2v.trace_summary.reader import CHUNK_BYTES, TraceStream
 
-VERSION = 1  # of the index file's layout: an index of another version is built again
+VERSION = 2  # of the index file's layout: an index of another version is built again
 GPU_CATS = KERNEL_CATS | frozenset(MEM_CATS)
 STEP_CATS = frozenset({"user_annotation"})
+FLOW_PHASES = frozenset({"s", "t", "f"})
+SKIP_FRAMES = rb'\s*"ph"\s*:\s*"X"\s*,\s*"cat"\s*:\s*"python_function"'  # kineto writes "ph", then "cat"
 GPU_STEP_CATS = frozenset({"gpu_user_annotation"})
 
 
@@ -57,14 +62,42 @@ class StepWindow:
 class StepIndex:
     size: int  # the trace's size and mtime when indexed: a trace that changed is indexed again
     mtime_ns: int
-    events: int  # events decoded (Python frames and flow arrows not counted)
-    skipped: int  # Python frames and flow arrows, skipped undecoded
+    events: int  # events decoded (Python frames not counted)
+    skipped: int  # Python frames, skipped undecoded
     span: list[float]  # [first ts, last end] over the decoded timed events; [] when none
     steps: list[StepWindow]
+    metadata: dict[str, Any] = field(default_factory=dict)  # every top-level key but traceEvents
+    chunks: list[Chunk] = field(default_factory=list)  # a plain file's events, piece by piece; [] for gzip
     version: int = VERSION
 
 
-def step_index(trace_path: str, cache_dir: str | None) -> StepIndex:
+@dataclass
+class Chunk:
+    """One piece of a plain trace's event array, as bytes [start, stop) of the file, with what a window needs to
+    know to pass it by unread: whether it holds metadata events or Python frames, the time its decoded events
+    cover and the correlation ids its GPU events and flow arrows carry."""
+
+    start: int
+    stop: int = 0
+    meta: bool = False
+    frames: bool = False  # Python frames (skipped undecoded at indexing): read whenever frames are asked for
+    t_lo: float = math.inf
+    t_hi: float = -math.inf
+    corr_lo: float = math.inf
+    corr_hi: float = -math.inf
+
+    def holds(self, corr: Any) -> None:
+        if isinstance(corr, int):
+            self.corr_lo, self.corr_hi = min(self.corr_lo, corr), max(self.corr_hi, corr)
+
+    def needed(self, lo: float, end: float, runs: list[list[int]], frames: bool) -> bool:
+        """Whether events of the window [lo, end) (with the launches ``runs``) may lie in this piece."""
+        if self.meta or (frames and self.frames) or (self.t_lo < end and self.t_hi >= lo):
+            return True
+        return any(first <= self.corr_hi and last >= self.corr_lo for first, last in runs)
+
+
+def step_index(trace_path: str, cache_dir: str | None, chunk_bytes: int = CHUNK_BYTES) -> StepIndex:
     """The trace's index: read from ``cache_dir`` when it names this size and mtime, else built and kept there."""
     st = os.stat(trace_path)
     cache = _cache_file(trace_path, cache_dir) if cache_dir else None
@@ -72,7 +105,7 @@ def step_index(trace_path: str, cache_dir: str | None) -> StepIndex:
         found = _read(cache)
         if found is not None and (found.size, found.mtime_ns) == (st.st_size, st.st_mtime_ns):
             return found
-    index = build_index(trace_path)
+    index = build_index(trace_path, chunk_bytes)
     index.size, index.mtime_ns = st.st_size, st.st_mtime_ns
     if cache is not None:
         try:
@@ -95,29 +128,50 @@ def _read(path: str) -> StepIndex | None:
         if data.get("version") != VERSION:
             return None
         steps = [StepWindow(**s) for s in data.pop("steps")]
-        return StepIndex(steps=steps, **data)
+        chunks = [Chunk(**c) for c in data.pop("chunks")]
+        return StepIndex(steps=steps, chunks=chunks, **data)
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None  # missing, half-understood or from another layout: build it again
 
 
-def build_index(trace_path: str) -> StepIndex:
+def build_index(trace_path: str, chunk_bytes: int = CHUNK_BYTES) -> StepIndex:
     """One streaming pass over the trace (TraceError when it cannot be read)."""
     cpu_steps: dict[str, list[float]] = {}
     gpu_steps: dict[str, list[float]] = {}
     launch_ts: dict[int, float] = {}  # correlation id -> its runtime/driver call's start
     gpu: list[tuple[int, float]] = []  # (correlation id, GPU end) of GPU events with a correlation id
+    chunks: list[Chunk] = []
     lo, hi = math.inf, -math.inf
-    events = 0
-    stream = TraceStream(trace_path, skip_head=SKIP_HEAD)
+    events = skipped = 0
+    stream = TraceStream(trace_path, chunk_bytes=chunk_bytes, skip_head=SKIP_FRAMES)
     for batch in stream.batches():
         events += len(batch)
+        chunk = Chunk(start=stream.batch_start)
+        if chunks:
+            chunks[-1].stop = chunk.start
+        if stream.skipped != skipped:  # frames skipped in this batch's bytes or in the previous one's
+            chunk.frames = True
+            if chunks:
+                chunks[-1].frames = True
+            skipped = stream.skipped
+        chunks.append(chunk)
         for e in batch:
+            ph = e.get("ph")
+            if ph == "M":
+                chunk.meta = True
+                continue
             ts = e.get("ts")
-            if e.get("ph") != "X" or not isinstance(ts, (int, float)):
+            if not isinstance(ts, (int, float)):
                 continue
             dur = e.get("dur")
             end = ts + dur if isinstance(dur, (int, float)) else ts
             lo, hi = min(lo, ts), max(hi, end)
+            chunk.t_lo, chunk.t_hi = min(chunk.t_lo, ts), max(chunk.t_hi, end)
+            if ph in FLOW_PHASES:
+                chunk.holds(e.get("id"))
+                continue
+            if ph != "X":
+                continue
             cat = e.get("cat")
             if cat in RUNTIME_CATS or cat in GPU_CATS:
                 args = e.get("args")
@@ -127,15 +181,21 @@ def build_index(trace_path: str) -> StepIndex:
                         launch_ts[corr] = ts
                     else:
                         gpu.append((corr, end))
+                        chunk.holds(corr)
             elif cat in STEP_CATS or cat in GPU_STEP_CATS:
                 name = e.get("name")
                 if isinstance(name, str) and name.startswith(STEP_PREFIX):
                     spans = cpu_steps if cat in STEP_CATS else gpu_steps
                     span = spans.setdefault(name, [ts, end])
                     span[0], span[1] = min(span[0], ts), max(span[1], end)
+            elif cat == FRAME_CAT:
+                chunk.frames = True
+    if chunks:
+        chunks[-1].stop = stream.events_end
     windows = _windows(cpu_steps, gpu_steps, launch_ts, gpu)
     return StepIndex(size=0, mtime_ns=0, events=events, skipped=stream.skipped,
-                     span=[lo, hi] if lo <= hi else [], steps=windows)
+                     span=[lo, hi] if lo <= hi else [], steps=windows, metadata=stream.metadata,
+                     chunks=[] if stream.compressed else chunks)
 
 
 def _windows(cpu_steps: dict[str, list[float]], gpu_steps: dict[str, list[float]], launch_ts: dict[int, float],

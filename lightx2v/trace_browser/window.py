@@ -15,32 +15,36 @@ before ``end`` and starts at or ends after ``lo``):
   the step's window [lo, end) (``step_index``);
 - a time range: every event by time.
 
-Each window is one streaming pass over the file (``TraceStream``; frames skipped undecoded when not asked for).
+A plain file's window reads only the pieces of the file the index says may hold its events (``Chunk``: a
+seek and one read each, typically a few MB per step); a gzip file's is one streaming pass (``TraceStream``;
+frames skipped undecoded when not asked for), as gzip cannot be entered in the middle.
 """
 
 from __future__ import annotations
 
 import json
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from lightx2v.trace_summary.reader import TraceStream
 
-from .step_index import GPU_CATS, StepIndex
+from .step_index import FLOW_PHASES, GPU_CATS, SKIP_FRAMES, Chunk, StepIndex
 
 FRAME_CAT = "python_function"
-FLOW_PHASES = frozenset({"s", "t", "f"})
-SKIP_FRAMES = rb'\s*"ph"\s*:\s*"X"\s*,\s*"cat"\s*:\s*"python_function"'  # kineto writes "ph", then "cat"
 
 try:  # the reader's optional speed-up, for writing too
     import orjson
 
     def _dumps(value: Any) -> bytes:
         return orjson.dumps(value)
+
+    _loads: Callable[[bytes], Any] = orjson.loads
 except ImportError:  # pragma: no cover - same bytes' meaning, slower
     def _dumps(value: Any) -> bytes:
         return json.dumps(value, separators=(",", ":")).encode()
+
+    _loads = json.loads
 
 
 def _in(e: dict[str, Any], lo: float, end: float) -> bool:
@@ -51,10 +55,17 @@ def _in(e: dict[str, Any], lo: float, end: float) -> bool:
     return ts < end and (ts >= lo or (isinstance(dur, (int, float)) and ts + dur >= lo))
 
 
-def _window(trace_path: str, keep: Callable[[dict[str, Any]], bool], frames: bool) -> bytes:
-    stream = TraceStream(trace_path, skip_head=None if frames else SKIP_FRAMES)
+def _window(trace_path: str, keep: Callable[[dict[str, Any]], bool], frames: bool, index: StepIndex | None,
+            needed: Callable[[Chunk], bool]) -> bytes:
     events = []
-    for batch in stream.batches():
+    if index is not None and index.chunks:
+        metadata = index.metadata
+        pieces = _pieces(trace_path, [c for c in index.chunks if needed(c)])
+    else:
+        stream = TraceStream(trace_path, skip_head=None if frames else SKIP_FRAMES)
+        metadata = stream.metadata  # complete once the stream is read, before it is used below
+        pieces = stream.batches()
+    for batch in pieces:
         for e in batch:
             if e.get("ph") == "M":
                 events.append(e)
@@ -62,12 +73,29 @@ def _window(trace_path: str, keep: Callable[[dict[str, Any]], bool], frames: boo
                 continue
             elif keep(e):
                 events.append(e)
-    return _dumps({**stream.metadata, "traceEvents": events})
+    return _dumps({**metadata, "traceEvents": events})
 
 
-def range_window(trace_path: str, lo: float, end: float, frames: bool = False) -> bytes:
-    """The events in [lo, end), metadata kept; Python frames only with ``frames``."""
-    return _window(trace_path, lambda e: _in(e, lo, end), frames)
+def _pieces(trace_path: str, chunks: list[Chunk]) -> Iterator[list[dict[str, Any]]]:
+    """The events of these pieces of a plain trace, read where they lie (a seek each, nothing else read)."""
+    with open(trace_path, "rb") as f:
+        for c in chunks:
+            f.seek(c.start)
+            data = f.read(c.stop - c.start).rstrip(b" \t\r\n")
+            if data.endswith(b","):
+                data = data[:-1]
+            try:
+                yield _loads(b"[" + data + b"]")
+            except ValueError:  # NaN or a huge integer (orjson refuses them; the reader decodes them exactly)
+                yield json.loads(b"[" + data + b"]")
+
+
+def range_window(trace_path: str, lo: float, end: float, frames: bool = False,
+                 index: StepIndex | None = None) -> bytes:
+    """The events in [lo, end), metadata kept; Python frames only with ``frames``. With the trace's ``index``,
+    only the pieces of a plain file that may hold them are read."""
+    return _window(trace_path, lambda e: _in(e, lo, end), frames, index,
+                   lambda c: c.needed(lo, end, [], frames))
 
 
 def step_window(trace_path: str, index: StepIndex, k: int, frames: bool = False) -> bytes:
@@ -93,4 +121,4 @@ def step_window(trace_path: str, index: StepIndex, k: int, frames: bool = False)
             j = -1
         return j == k if j >= 0 else _in(e, step.lo, step.end)
 
-    return _window(trace_path, keep, frames)
+    return _window(trace_path, keep, frames, index, lambda c: c.needed(step.lo, step.end, step.launches, frames))

@@ -276,3 +276,31 @@ def test_the_server_serves_a_rewritten_trace_anew(tmp_path):
         assert "k_step1_recaptured" in names(get_json(url)["traceEvents"])
     finally:
         server.stop()
+
+
+@pytest.mark.slow
+def test_a_trace_rewritten_under_the_same_size_and_mtime_is_refused_not_misread(tmp_path):
+    root = tmp_path / "save_results"
+    trace = root / "run" / "rank0_host.pt.trace.json"
+    steps_trace(trace, steps=40)
+    port = free_port()
+    server = Server([sys.executable, "-m", "lightx2v.trace_browser", "--root", str(root), "--port", str(port),
+                     "--host", "127.0.0.1"])
+    try:
+        url = f"http://127.0.0.1:{port}/api/timeline/window/run/rank0_host.pt.trace.json?step=20"
+        wait_until(lambda: http_get(url)[0] == 200, 30, what="the browser")
+        st = trace.stat()
+        text = trace.read_text()
+        assert text.startswith('{"schemaVersion": 1, ')
+        trace.write_text(text.replace('{"schemaVersion": 1, ', '{"schemaVersion":1, ', 1) + " ")  # events move
+        os.utime(trace, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert trace.stat().st_size == st.st_size
+        status, _, body = http_get(url.replace("step=20", "step=10"))  # a window not yet kept in memory
+        assert status == 409, body
+        assert server_alive(port)
+    finally:
+        server.stop()
+
+
+def server_alive(port: int) -> bool:
+    return http_get(f"http://127.0.0.1:{port}/api/traces")[0] == 200

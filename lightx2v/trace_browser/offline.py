@@ -139,6 +139,9 @@ def timeline_window(root: str, rel: str, query: str) -> Page:
             raise Refused(400, "name a window: ?step=K or ?lo=T&end=T (and &frames=1 for Python frames)")
     except TraceError as exc:
         return Page(str(exc).encode(), "text/plain; charset=utf-8", status=422)
+    except ValueError:  # the pieces the index names no longer decode: the file was replaced while being read
+        return Page(b"the trace changed while being read; reload the page", "text/plain; charset=utf-8",
+                    status=409)
     return Page(body, JSON)
 
 

@@ -31,8 +31,9 @@ GOAL = 1.15
 ID_SHIFT = 10**7
 
 
-def replicate(src: Path, out: Path, size_mb: float) -> int:
-    """Write ``out`` (plain JSON) of at least ``size_mb`` MB from copies of ``src``'s events; returns the copies."""
+def replicate(src: Path, out: Path, size_mb: float, metadata_once: bool = False) -> int:
+    """Write ``out`` (plain JSON) of at least ``size_mb`` MB from copies of ``src``'s events; returns the copies.
+    ``metadata_once``: metadata events (``"ph": "M"``) in the first copy only, as kineto writes them once."""
     with gzip.open(src, "rt", encoding="utf-8") as f:
         doc = json.load(f)
     events = doc.pop("traceEvents")
@@ -45,6 +46,8 @@ def replicate(src: Path, out: Path, size_mb: float) -> int:
         first = True
         while f.tell() < size_mb * 1e6:
             for ev in timed:
+                if metadata_once and copies and ev.get("ph") == "M":
+                    continue
                 e = dict(ev)
                 e["ts"] = ev["ts"] + copies * span
                 if e.get("name") == "ProfilerStep#4":
@@ -55,8 +58,8 @@ def replicate(src: Path, out: Path, size_mb: float) -> int:
                     for key in ("correlation", "External id"):
                         if isinstance(a.get(key), int):
                             a[key] += copies * ID_SHIFT
-                    if isinstance(e.get("id"), int):
-                        e["id"] += copies * ID_SHIFT
+                if isinstance(e.get("id"), int):  # a flow arrow (no args): its id is the correlation id
+                    e["id"] += copies * ID_SHIFT
                 f.write(("" if first else ",\n") + json.dumps(e))
                 first = False
             copies += 1

@@ -75,7 +75,8 @@ def tensorboard_port(results):
 BROWSER_ROUTES = [
     ("GET", "/"), ("GET", "/index.html"), ("HEAD", "/"), ("GET", "/api/traces"), ("HEAD", "/api/traces"),
     ("GET", "/api/capture"), ("POST", "/api/capture"), ("GET", f"/files/{TRACE}"), ("HEAD", f"/files/{TRACE}"),
-    ("GET", f"/files/{TRACE}?download=1"), ("GET", f"/timeline/{TRACE}"), ("GET", "/overview"),
+    ("GET", f"/files/{TRACE}?download=1"), ("GET", f"/timeline/{TRACE}"),
+    ("GET", f"/api/timeline/index/{TRACE}"), ("GET", f"/api/timeline/window/{TRACE}?step=0"), ("GET", "/overview"),
     ("GET", f"/overview/{TRACE}"), ("GET", "/overview/torch_profile/20261129-120000_infer_main/"),
     ("GET", "/assets/webcomponents.min.js"), ("GET", "/vendor/trace_viewer_full.html"), ("GET", "/no/such/page"),
     ("GET", "/files/../secret.json"), ("POST", f"/files/{TRACE}"), ("PUT", "/"), ("DELETE", f"/files/{TRACE}"),

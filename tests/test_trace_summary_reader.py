@@ -167,3 +167,26 @@ def test_progress_callback_counts_every_byte_on_disk(tmp_path, name):
     events = sum(1 for _ in TraceStream(str(path), chunk_bytes=4096, on_read=seen.append))
     assert events > 1000 and len(seen) > 3  # reported as it goes, not once at the end
     assert sum(seen) == path.stat().st_size
+
+
+@pytest.mark.parametrize("chunk_bytes", [97, 4096, 1 << 22])
+@pytest.mark.parametrize("skip", [None, SKIP_HEAD])
+def test_batch_offsets_cut_the_event_array_into_pieces_that_decode_alone(tmp_path, chunk_bytes, skip):
+    """``batch_start`` .. the next one's (the last: ``events_end``) are byte ranges of the file that hold the
+    events in order, skipped ones included: each decodes alone as a JSON array once its trailing comma is cut."""
+    events = [*json.loads(H200_RAW)["traceEvents"][:400], *TRICKY_EVENTS]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events, "traceName": "x"}))
+    stream = TraceStream(str(path), chunk_bytes=chunk_bytes, skip_head=skip)
+    starts, batches = [], []
+    for batch in stream.batches():
+        starts.append(stream.batch_start)
+        batches.append([json.dumps(e) for e in batch])  # as text: NaN is not equal to itself
+    data = path.read_bytes()
+    pieces = []
+    for a, b, batch in zip(starts, [*starts[1:], stream.events_end], batches, strict=True):
+        piece = data[a:b].rstrip()
+        decoded = [json.dumps(e) for e in json.loads(b"[" + (piece[:-1] if piece.endswith(b",") else piece) + b"]")]
+        assert set(batch) <= set(decoded)  # each batch lies in its own piece
+        pieces += decoded
+    assert pieces == [json.dumps(e) for e in events]

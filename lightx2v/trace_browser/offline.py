@@ -1,7 +1,9 @@
 """The offline views' side of the trace browser: Timeline and Overview pages, the files they load, and what the
 trace list shows for them. Nothing here loads from the internet in the browser.
 
-Routes (see `server`): `/timeline/<trace>`, `/overview/<trace>`, `/overview/<run dir>/` (the run's ranks
+Routes (see `server`): `/timeline/<trace>`, with its JSON `/api/timeline/index/<trace>` (the step index) and
+`/api/timeline/window/<trace>?step=K` or `?lo=T&end=T` (one window as a Chrome trace; `&frames=1` adds the
+Python frames), `/overview/<trace>`, `/overview/<run dir>/` (the run's ranks
 compared), `/compare?base=<trace or run dir/>&new=<...>` (two captures compared; without both, the form that
 chooses them), `/assets/<polyfill>`, `/vendor/trace_viewer_full.html`.
 """
@@ -10,19 +12,27 @@ from __future__ import annotations
 
 import functools
 import html
+import json
 import os
 import posixpath
+import threading
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lightx2v.trace_browser import compare, overview, timeline
+from lightx2v.trace_browser import compare, overview, timeline, window
 from lightx2v.trace_browser.files import Refused, Trace, is_json_trace, list_traces, resolve, resolve_run
 from lightx2v.trace_summary.diff import compare_runs
 from lightx2v.trace_summary.discover import RunFiles
 from lightx2v.trace_summary.errors import TraceError
 from lightx2v.trace_summary.model import RunSummary
 from lightx2v.trace_summary.summarize import summarize_run
+from lightx2v.utils.torch_trace_profiler import TRACE_BROWSER_DIR
+
+from .step_index import StepIndex, describe, step_index
+
+INDEX_ROUTE, WINDOW_ROUTE = "/api/timeline/index/", "/api/timeline/window/"
+JSON = "application/json"
 
 
 @dataclass(frozen=True)
@@ -61,7 +71,78 @@ def timeline_page(root: str, rel: str) -> Page:
         body = overview.render_error("Timeline not installed", "The offline Timeline needs " + "; and ".join(problems)
                                      + ". Then reload this page. The Overview works without it.")
         return Page(body.encode(), status=503)
-    return Page(timeline.render_timeline(name, "/files/" + _quote(urllib.parse.unquote(rel))).encode())
+    quoted = _quote(urllib.parse.unquote(rel))
+    return Page(timeline.render_timeline(name, INDEX_ROUTE + quoted, WINDOW_ROUTE + quoted).encode())
+
+
+def _json_trace(root: str, rel: str) -> str:
+    real = resolve(root, rel)
+    if not is_json_trace(real):
+        raise Refused(404, "the Timeline opens JSON traces; open this one in Perfetto")
+    return real
+
+
+def _index_key(root: str, real: str) -> tuple[str, int, int, str]:
+    """(trace, size, mtime, cache folder): the index is kept in `<root>/.trace_browser/index` and in memory."""
+    return (real, *_stamp(real), os.path.join(os.path.realpath(root), TRACE_BROWSER_DIR, "index"))
+
+
+def _index_of(root: str, real: str) -> StepIndex:
+    return _index(*_index_key(root, real))
+
+
+_INDEXING = threading.Lock()  # one index pass at a time: two tabs opening a new trace read it once, not twice
+
+
+@functools.lru_cache(maxsize=64)
+def _index(real: str, size: int, mtime_ns: int, cache_dir: str) -> StepIndex:  # size, mtime: the cache key
+    with _INDEXING:
+        return step_index(real, cache_dir)
+
+
+@functools.lru_cache(maxsize=8)
+def _step_window(real: str, size: int, mtime_ns: int, cache_dir: str, k: int, frames: bool) -> bytes:
+    """A step's window, kept for the few steps last shown: moving back to one costs no pass over the file."""
+    return window.step_window(real, _index(real, size, mtime_ns, cache_dir), k, frames)
+
+
+def timeline_index(root: str, rel: str) -> Page:
+    """The steps the Timeline moves between (built on the first request for a trace, one streaming pass)."""
+    real = _json_trace(root, rel)
+    try:
+        index = _index_of(root, real)
+    except TraceError as exc:
+        return Page(str(exc).encode(), "text/plain; charset=utf-8", status=422)
+    return Page(json.dumps(describe(index)).encode(), JSON)
+
+
+def timeline_window(root: str, rel: str, query: str) -> Page:
+    """One window as a Chrome trace: `?step=K` (the index's K-th step) or `?lo=T&end=T` (the trace's own
+    microseconds), `&frames=1` with the Python frames."""
+    real = _json_trace(root, rel)
+    params = dict(urllib.parse.parse_qsl(query))
+    frames = params.get("frames") == "1"
+    try:
+        if "step" in params:
+            index = _index_of(root, real)
+            k = int(params["step"]) if params["step"].isdigit() else -1
+            if not 0 <= k < len(index.steps):
+                raise Refused(404, f"no step {params['step']}: the trace has {len(index.steps)} (0-based)")
+            body = _step_window(*_index_key(root, real), k, frames)
+        elif "lo" in params and "end" in params:
+            try:
+                lo, end = float(params["lo"]), float(params["end"])
+            except ValueError:
+                raise Refused(400, "lo and end are times in the trace's microseconds") from None
+            body = window.range_window(real, lo, end, frames, _index_of(root, real))
+        else:
+            raise Refused(400, "name a window: ?step=K or ?lo=T&end=T (and &frames=1 for Python frames)")
+    except TraceError as exc:
+        return Page(str(exc).encode(), "text/plain; charset=utf-8", status=422)
+    except ValueError:  # the pieces the index names no longer decode: the file was replaced while being read
+        return Page(b"the trace changed while being read; reload the page", "text/plain; charset=utf-8",
+                    status=409)
+    return Page(body, JSON)
 
 
 def _run_files(root: str, rel: str, view: str) -> RunFiles:

@@ -3,7 +3,8 @@ only from under the results root.
 
 Routes: `/` (the trace list), `/api/traces` (the same as JSON), `/files/<trace>` (the file as stored;
 `?download=1` adds Content-Disposition), `/api/capture` (the "Capture next call" panel: `capture_panel`),
-and the offline views' pages and files (`offline`: `/timeline/...`, `/overview/...`, `/assets/...`,
+and the offline views' pages and files (`offline`: `/timeline/...` with `/api/timeline/...` (its step index
+and windows), `/overview/...`, `/assets/...`,
 `/vendor/...`; `/compare?base=...&new=...`: two captures compared). Trace files carry
 `Access-Control-Allow-Origin` for the Perfetto UI's origin only, so Perfetto
 may fetch them and other web sites may not.
@@ -113,6 +114,11 @@ class Handler(BaseHTTPRequestHandler):
             elif path.startswith("/files/"):
                 self._send_file(resolve(self.server.root, path[len("/files/"):]),
                                 "download=1" in query.split("&"), send_body)
+            elif path.startswith(offline.INDEX_ROUTE):
+                self._send_page(offline.timeline_index(self.server.root, path[len(offline.INDEX_ROUTE):]), send_body)
+            elif path.startswith(offline.WINDOW_ROUTE):
+                rel = path[len(offline.WINDOW_ROUTE):]
+                self._send_page(offline.timeline_window(self.server.root, rel, query), send_body)
             elif path.startswith("/timeline/"):
                 self._send_page(offline.timeline_page(self.server.root, path[len("/timeline/"):]), send_body)
             elif path == "/overview" or path.startswith("/overview/"):

@@ -2,11 +2,14 @@
 
 torch-tb-profiler ships the viewer (`static/trace_viewer_full.html`, catapult's vulcanized trace viewer) but its
 page loads the Web Components V0 polyfill it needs from a CDN. Ours loads the polyfill from the asset folder
-(`lightx2v.assets`), fetches the trace file from this server (plain or gzip, TensorBoard or chrome format),
-unpacks gzip with the browser's own DecompressionStream and hands the text to the viewer's importer.
+(`lightx2v.assets`) and never hands the viewer the file: the viewer holds one string of at most 512 MiB, and a
+with_stack capture is often more. The page asks this server for the trace's step index (`step_index`, built
+once per file) and then for one step's window (`window`) at a time, with previous / next buttons and Python
+frames as a layer the user turns on; `?step=K&frames=1` in the page's URL opens that step.
 
 The page reports its progress in `window.lightx2vTimeline` (`state`: loading / drawn / failed, `model`, `error`,
-`ms`: phase times) and in `<body data-state>`, for tests and benchmarks.
+`ms`: phase times, `steps`: the index, `step`: the window shown, `loaded`: its URL) and in `<body data-state>`,
+for tests and benchmarks.
 """
 
 from __future__ import annotations
@@ -51,31 +54,46 @@ def missing() -> list[str]:
     return problems
 
 
-def render_timeline(name: str, file_url: str) -> str:
-    config = json.dumps({"name": name, "url": file_url, "viewer": VIEWER_URL}).replace("<", "\\u003c")
+def render_timeline(name: str, index_url: str, window_url: str) -> str:
+    """The page: the step bar, then the viewer, which draws one window (`window_url?step=K`, or `?lo=&end=` for a
+    trace without steps) at a time, never the whole file."""
+    config = json.dumps({"name": name, "index": index_url, "window": window_url,
+                         "viewer": VIEWER_URL}).replace("<", "\\u003c")
     head = (f"<script>\nconst CONFIG = {config};\n{_BEFORE_VIEWER}</script>\n"
             f'<script src="{POLYFILL_URL}"></script>\n'
             f'<link rel="import" href="{VIEWER_URL}" onerror="viewerImportFailed()">\n')
-    body = f"<div id=progress>Loading the trace viewer …</div>\n<script>\n{_SHOW_TRACE}</script>"
+    body = ("<div id=steps><button id=prev-step type=button disabled>&#9664; previous</button> "
+            "<span id=step-name>indexing …</span> "
+            "<button id=next-step type=button disabled>next &#9654;</button> "
+            "<label><input id=frames type=checkbox> Python frames</label> <span id=window-size class=meta></span>"
+            "</div>\n<div id=progress>Loading the trace viewer …</div>\n"
+            f"<script>\n{_SHOW_TRACE}</script>")
     return page(f"{name} · Timeline", body, css=TIMELINE_STYLE, head=head, body_attrs="data-state=loading")
 
 
-# The Timeline's own rules, after the base's (html_page.STYLE): the viewer fills the window, in its own text colour
+# The Timeline's own rules, after the base's (html_page.STYLE): the step bar on top, the viewer fills the rest of
+# the window, in its own text colour
 TIMELINE_STYLE = """
 html { overflow: hidden; }
-#trace-viewer { position: fixed; inset: 0; color: initial; } #trace-viewer:focus { outline: none; }
+#steps { position: fixed; top: 0; left: 0; right: 0; height: 30px; padding: 4px 10px; box-sizing: border-box;
+         background: #f4f4f4; border-bottom: 1px solid #ddd; font-size: 13px; z-index: 20; }
+#step-name { display: inline-block; min-width: 16em; text-align: center; font-family: monospace; }
+#trace-viewer { position: fixed; top: 30px; left: 0; right: 0; bottom: 0; color: initial; }
+#trace-viewer:focus { outline: none; }
 #progress { position: fixed; top: 40%; width: 100%; text-align: center; color: #444; z-index: 10; }
 #progress.failed { color: """ + WARN + """; }
 """
 
 # Before the viewer loads: the progress record, and the failure path its import's onerror takes (CONFIG is set)
 _BEFORE_VIEWER = """window.__hideTraceViewerPolyfillWarning = true;
-window.lightx2vTimeline = {state: 'loading', model: null, error: null, ms: {}};
+window.lightx2vTimeline = {state: 'loading', model: null, error: null, ms: {}, steps: null, step: null,
+                           frames: false, loaded: null};
 const T0 = performance.now();
 function timelineFailed(message) {
   const t = window.lightx2vTimeline;
   t.state = 'failed'; t.error = message; document.body.dataset.state = 'failed';
   const p = document.getElementById('progress'); p.textContent = message; p.className = 'failed';
+  p.style.display = '';
 }
 function viewerImportFailed() {
   document.addEventListener('DOMContentLoaded',
@@ -83,48 +101,85 @@ function viewerImportFailed() {
 }
 """
 
-# Once the viewer is there: fetch the trace, unpack it, import it, draw it
+# Once the viewer is there: fetch the step index, then one window at a time: fetch, import, draw
 _SHOW_TRACE = """(function () {
-  const MAX_TEXT = 536870888;  // V8's longest string (64-bit): the viewer imports the trace as one string
+  const MAX_TEXT = 536870888;  // V8's longest string (64-bit): the viewer imports a window as one string
   const t = window.lightx2vTimeline;
-  const progress = (text) => { document.getElementById('progress').textContent = text; };
+  const $ = (id) => document.getElementById(id);
+  const progress = (text) => { const p = $('progress'); p.textContent = text; p.className = ''; p.style.display = ''; };
   const mark = (phase) => { t.ms[phase] = Math.round(performance.now() - T0); };
+  let viewer = null;
 
-  async function traceText() {
-    progress('Downloading ' + CONFIG.name + ' …');
-    const response = await fetch(CONFIG.url);
-    if (!response.ok) throw new Error('HTTP ' + response.status + ' for ' + CONFIG.url);
-    let bytes = await response.arrayBuffer();
-    mark('downloaded');
-    const head = new Uint8Array(bytes, 0, Math.min(2, bytes.byteLength));
-    if (head[0] === 0x1f && head[1] === 0x8b) {
-      progress('Unpacking ' + CONFIG.name + ' …');
-      const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
-      bytes = await new Response(stream).arrayBuffer();
-      mark('unpacked');
-    }
-    if (bytes.byteLength > MAX_TEXT)
-      throw new Error((bytes.byteLength / 1e6).toFixed(0) + ' MB of JSON is more than this viewer can hold (one '
-        + 'browser string, 512 MiB); use the Overview, `python -m lightx2v.trace_summary`, or Perfetto');
-    return new TextDecoder().decode(bytes);
+  async function fetchOk(url) {
+    const response = await fetch(url);
+    if (!response.ok) throw new Error('HTTP ' + response.status + ' for ' + url + ': ' + (await response.text()));
+    return response;
   }
 
-  async function show(viewer) {
-    const text = await traceText();
-    mark('decoded');
+  function windowUrl(k) {
+    const frames = t.frames ? '&frames=1' : '';
+    if (t.steps.steps.length) return CONFIG.window + '?step=' + k + frames;
+    const span = t.steps.span;  // no ProfilerStep: the whole trace is one window
+    return CONFIG.window + '?lo=' + (span.length ? span[0] : 0) + '&end=' + (span.length ? span[1] + 1 : 0) + frames;
+  }
+
+  function showControls() {
+    const steps = t.steps.steps, k = t.step;
+    $('prev-step').disabled = !steps.length || k <= 0 || t.state === 'loading';
+    $('next-step').disabled = !steps.length || k >= steps.length - 1 || t.state === 'loading';
+    $('step-name').textContent = steps.length
+      ? steps[k].name + ' (' + (k + 1) + ' of ' + steps.length + ')' : 'no ProfilerStep: the whole trace';
+  }
+
+  async function load(k) {
+    t.state = 'loading'; document.body.dataset.state = 'loading'; t.step = k; showControls();
+    const url = windowUrl(k);
+    progress('Loading ' + (t.steps.steps.length ? t.steps.steps[k].name : CONFIG.name) + ' …');
+    const bytes = await (await fetchOk(url)).arrayBuffer();
+    mark('downloaded');
+    if (bytes.byteLength > MAX_TEXT)
+      throw new Error((bytes.byteLength / 1e6).toFixed(0) + ' MB of JSON in one window is more than this viewer '
+        + 'can hold (one browser string, 512 MiB); turn Python frames off, or use the Overview');
+    const text = new TextDecoder().decode(bytes);
+    $('window-size').textContent = (text.length / 1e6).toFixed(1) + ' MB';
     progress('Importing ' + (text.length / 1e6).toFixed(1) + ' MB of trace events …');
     const model = new tr.Model();
     await new tr.importer.Import(model).importTracesWithProgressDialog([text]);
     mark('imported');
-    if (model.getAllProcesses().length === 0) throw new Error('the trace holds no events the viewer can show');
+    if (model.getAllProcesses().length === 0) throw new Error('the window holds no events the viewer can show');
     viewer.model = model;
     viewer.viewTitle = CONFIG.name;
     t.model = model;
     await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
     mark('drawn');
-    document.getElementById('progress').remove();
+    $('progress').style.display = 'none';
+    t.loaded = url;
     t.state = 'drawn';
     document.body.dataset.state = 'drawn';
+    if (t.steps.steps.length) history.replaceState(null, '', '?step=' + k + (t.frames ? '&frames=1' : ''));
+    showControls();
+  }
+
+  function go(k) {
+    load(k).catch((error) => {
+      timelineFailed('Could not open ' + CONFIG.name + ': ' + (error && error.message || error));
+      showControls();
+    });
+  }
+
+  async function start() {
+    progress('Indexing ' + CONFIG.name + ' (once per file) …');
+    t.steps = await (await fetchOk(CONFIG.index)).json();
+    mark('indexed');
+    const asked = new URLSearchParams(location.search);
+    t.frames = asked.get('frames') === '1';
+    $('frames').checked = t.frames;
+    const k = parseInt(asked.get('step') || '0', 10);
+    const last = Math.max(0, t.steps.steps.length - 1);
+    $('prev-step').addEventListener('click', () => go(t.step - 1));
+    $('next-step').addEventListener('click', () => go(t.step + 1));
+    $('frames').addEventListener('change', (e) => { t.frames = e.target.checked; go(t.step); });
+    go(Number.isFinite(k) ? Math.min(Math.max(k, 0), last) : 0);
   }
 
   document.addEventListener('WebComponentsReady', function () {
@@ -135,13 +190,13 @@ _SHOW_TRACE = """(function () {
     mark('viewer');
     const container = document.createElement('track-view-container');
     container.id = 'track_view_container';
-    const viewer = document.createElement('tr-ui-timeline-view');
+    viewer = document.createElement('tr-ui-timeline-view');
     viewer.track_view_container = container;
     Polymer.dom(viewer).appendChild(container);
     viewer.id = 'trace-viewer';
     viewer.globalMode = true;
     Polymer.dom(document.body).appendChild(viewer);
-    show(viewer).catch(
+    start().catch(
       (error) => timelineFailed('Could not open ' + CONFIG.name + ': ' + (error && error.message || error)));
   });
 })();

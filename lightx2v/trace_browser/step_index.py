@@ -1,0 +1,244 @@
+"""Where each step of a trace is, found in one streaming pass and kept, so the Timeline can load one step, not
+the file.
+
+    index = step_index(trace_path, cache_dir)   # built once; read back while the trace's size and mtime hold
+    index.steps[k].lo, .hi, .end                # the step's CPU span and its window's end (its GPU tail)
+    index.steps[k].launches                     # the correlation ids launched in it, as [first, last] runs
+
+A step is a ``ProfilerStep#N`` span on the host. GPU work belongs to the step whose CPU span holds its launch
+(the runtime or driver call with the same correlation id), however late the GPU runs it: the launch chain's rule
+(``lightx2v.trace_summary.launch``). The window ends where ``trace_summary.steps`` ends a step's wall: its CPU
+span extended over the GPU work it launched (and its GPU-side ``ProfilerStep#N`` span), never past the next
+step's start. The pass is ``TraceStream``'s, with Python frames skipped undecoded (they are most of a with_stack
+trace and say nothing about where steps are). For a plain file the index also cuts the event array into the
+pieces the reader read (``Chunk``: about 4 MB of the file each) and notes what each holds (metadata, Python
+frames, the time and the correlation ids its events cover), so a window reads only the pieces it needs; gzip
+cannot be entered in the middle, so a gzip trace's windows read the whole stream.
+
+The index is a small JSON file in a folder the stack owns (the trace browser's ``<root>/.trace_browser/index``),
+never beside the user's trace; it names the trace's size and mtime and is built again when either changed. A
+folder that cannot be written leaves the index in memory only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from bisect import bisect_right
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from lightx2v.fileio import write_atomically
+from lightx2v.trace_summary.collect import FRAME_CAT, KERNEL_CATS, MEM_CATS, RUNTIME_CATS, STEP_PREFIX
+from lightx2v.trace_summary.reader import CHUNK_BYTES, TraceStream
+
+VERSION = 2  # of the index file's layout: an index of another version is built again
+GPU_CATS = KERNEL_CATS | frozenset(MEM_CATS)
+STEP_CATS = frozenset({"user_annotation"})
+FLOW_PHASES = frozenset({"s", "t", "f"})
+SKIP_FRAMES = rb'\s*"ph"\s*:\s*"X"\s*,\s*"cat"\s*:\s*"python_function"'  # kineto writes "ph", then "cat"
+GPU_STEP_CATS = frozenset({"gpu_user_annotation"})
+
+
+@dataclass
+class StepWindow:
+    name: str
+    lo: float  # the step's CPU span, in the trace's own microseconds
+    hi: float
+    end: float  # the window's end: hi extended over the step's GPU tail, at most the next step's start
+    launches: list[list[int]] = field(default_factory=list)  # correlation ids launched in the step: [first, last]
+    gpu_events: int = 0  # GPU events launched in the step
+
+    def launched(self, correlation: int) -> bool:
+        """Whether the GPU event (or flow arrow) with this correlation id was launched in this step."""
+        runs = self.launches
+        k = bisect_right(runs, [correlation, math.inf]) - 1
+        return k >= 0 and runs[k][0] <= correlation <= runs[k][1]
+
+
+@dataclass
+class StepIndex:
+    size: int  # the trace's size and mtime when indexed: a trace that changed is indexed again
+    mtime_ns: int
+    events: int  # events decoded (Python frames not counted)
+    skipped: int  # Python frames, skipped undecoded
+    span: list[float]  # [first ts, last end] over the decoded timed events; [] when none
+    steps: list[StepWindow]
+    metadata: dict[str, Any] = field(default_factory=dict)  # every top-level key but traceEvents
+    chunks: list[Chunk] = field(default_factory=list)  # a plain file's events, piece by piece; [] for gzip
+    version: int = VERSION
+
+
+@dataclass
+class Chunk:
+    """One piece of a plain trace's event array, as bytes [start, stop) of the file, with what a window needs to
+    know to pass it by unread: whether it holds metadata events or Python frames, the time its decoded events
+    cover and the correlation ids its GPU events and flow arrows carry."""
+
+    start: int
+    stop: int = 0
+    meta: bool = False
+    frames: bool = False  # Python frames (skipped undecoded at indexing): read whenever frames are asked for
+    t_lo: float = math.inf
+    t_hi: float = -math.inf
+    corr_lo: float = math.inf
+    corr_hi: float = -math.inf
+
+    def holds(self, corr: Any) -> None:
+        if isinstance(corr, int):
+            self.corr_lo, self.corr_hi = min(self.corr_lo, corr), max(self.corr_hi, corr)
+
+    def needed(self, lo: float, end: float, runs: list[list[int]], frames: bool) -> bool:
+        """Whether events of the window [lo, end) (with the launches ``runs``) may lie in this piece."""
+        if self.meta or (frames and self.frames) or (self.t_lo < end and self.t_hi >= lo):
+            return True
+        return any(first <= self.corr_hi and last >= self.corr_lo for first, last in runs)
+
+
+def step_index(trace_path: str, cache_dir: str | None, chunk_bytes: int = CHUNK_BYTES) -> StepIndex:
+    """The trace's index: read from ``cache_dir`` when it names this size and mtime, else built and kept there."""
+    st = os.stat(trace_path)
+    cache = _cache_file(trace_path, cache_dir) if cache_dir else None
+    if cache is not None:
+        found = _read(cache)
+        if found is not None and (found.size, found.mtime_ns) == (st.st_size, st.st_mtime_ns):
+            return found
+    index = build_index(trace_path, chunk_bytes)
+    index.size, index.mtime_ns = st.st_size, st.st_mtime_ns
+    if cache is not None:
+        try:
+            os.makedirs(os.path.dirname(cache), exist_ok=True)
+            write_atomically(cache, json.dumps(asdict(index)))
+        except OSError:  # a read-only results root: the caller keeps it in memory
+            pass
+    return index
+
+
+def _cache_file(trace_path: str, cache_dir: str) -> str:
+    key = hashlib.sha256(os.path.realpath(trace_path).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return os.path.join(cache_dir, key + ".steps.json")
+
+
+def _read(path: str) -> StepIndex | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        if data.get("version") != VERSION:
+            return None
+        steps = [StepWindow(**s) for s in data.pop("steps")]
+        chunks = [Chunk(**c) for c in data.pop("chunks")]
+        return StepIndex(steps=steps, chunks=chunks, **data)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None  # missing, half-understood or from another layout: build it again
+
+
+def build_index(trace_path: str, chunk_bytes: int = CHUNK_BYTES) -> StepIndex:
+    """One streaming pass over the trace (TraceError when it cannot be read)."""
+    cpu_steps: dict[str, list[float]] = {}
+    gpu_steps: dict[str, list[float]] = {}
+    launch_ts: dict[int, float] = {}  # correlation id -> its runtime/driver call's start
+    gpu: list[tuple[int, float]] = []  # (correlation id, GPU end) of GPU events with a correlation id
+    chunks: list[Chunk] = []
+    lo, hi = math.inf, -math.inf
+    events = skipped = 0
+    stream = TraceStream(trace_path, chunk_bytes=chunk_bytes, skip_head=SKIP_FRAMES)
+    for batch in stream.batches():
+        events += len(batch)
+        chunk = Chunk(start=stream.batch_start)
+        if chunks:
+            chunks[-1].stop = chunk.start
+        if stream.skipped != skipped:  # frames skipped in this batch's bytes or in the previous one's
+            chunk.frames = True
+            if chunks:
+                chunks[-1].frames = True
+            skipped = stream.skipped
+        chunks.append(chunk)
+        for e in batch:
+            ph = e.get("ph")
+            if ph == "M":
+                chunk.meta = True
+                continue
+            ts = e.get("ts")
+            if not isinstance(ts, (int, float)):
+                continue
+            dur = e.get("dur")
+            end = ts + dur if isinstance(dur, (int, float)) else ts
+            lo, hi = min(lo, ts), max(hi, end)
+            chunk.t_lo, chunk.t_hi = min(chunk.t_lo, ts), max(chunk.t_hi, end)
+            if ph in FLOW_PHASES:
+                chunk.holds(e.get("id"))
+                continue
+            if ph != "X":
+                continue
+            cat = e.get("cat")
+            if cat in RUNTIME_CATS or cat in GPU_CATS:
+                args = e.get("args")
+                corr = args.get("correlation") if isinstance(args, dict) else None
+                if isinstance(corr, int):
+                    if cat in RUNTIME_CATS:
+                        launch_ts[corr] = ts
+                    else:
+                        gpu.append((corr, end))
+                        chunk.holds(corr)
+            elif cat in STEP_CATS or cat in GPU_STEP_CATS:
+                name = e.get("name")
+                if isinstance(name, str) and name.startswith(STEP_PREFIX):
+                    spans = cpu_steps if cat in STEP_CATS else gpu_steps
+                    span = spans.setdefault(name, [ts, end])
+                    span[0], span[1] = min(span[0], ts), max(span[1], end)
+            elif cat == FRAME_CAT:
+                chunk.frames = True
+    if chunks:
+        chunks[-1].stop = stream.events_end
+    windows = _windows(cpu_steps, gpu_steps, launch_ts, gpu)
+    return StepIndex(size=0, mtime_ns=0, events=events, skipped=stream.skipped,
+                     span=[lo, hi] if lo <= hi else [], steps=windows, metadata=stream.metadata,
+                     chunks=[] if stream.compressed else chunks)
+
+
+def _windows(cpu_steps: dict[str, list[float]], gpu_steps: dict[str, list[float]], launch_ts: dict[int, float],
+             gpu: list[tuple[int, float]]) -> list[StepWindow]:
+    spans = sorted((lo, hi, name) for name, (lo, hi) in cpu_steps.items())
+    starts = [s[0] for s in spans]
+    launched: list[list[list[int]]] = [[] for _ in spans]
+
+    def step_of(t: float) -> int:
+        k = bisect_right(starts, t) - 1
+        return k if k >= 0 and t <= spans[k][1] else -1
+
+    # Every correlation id the file holds (launch calls, GPU events), in order, with the step that launched it:
+    # a step's runs are maximal ranges of these ids that it owns, so ids nothing in the file carries never split
+    # a run, and a step is a few runs however many kernels it launched.
+    owner = -2
+    for corr in sorted(launch_ts.keys() | {c for c, _ in gpu}):
+        t = launch_ts.get(corr)
+        k = step_of(t) if t is not None else -1
+        if k >= 0 and k == owner:
+            launched[k][-1][1] = corr
+        elif k >= 0:
+            launched[k].append([corr, corr])
+        owner = k
+    gpu_end = [-math.inf] * len(spans)
+    gpu_count = [0] * len(spans)
+    for corr, end in gpu:
+        at = launch_ts.get(corr)
+        k = step_of(at) if at is not None else -1
+        if k >= 0:
+            gpu_count[k] += 1
+            gpu_end[k] = max(gpu_end[k], end)
+    out = []
+    for k, (lo, hi, name) in enumerate(spans):
+        tail = max(gpu_end[k], gpu_steps.get(name, [0.0, -math.inf])[1])
+        nxt = starts[k + 1] if k + 1 < len(spans) else math.inf
+        out.append(StepWindow(name=name, lo=lo, hi=hi, end=max(hi, min(tail, nxt)), launches=launched[k],
+                              gpu_events=gpu_count[k]))
+    return out
+
+
+def describe(index: StepIndex) -> dict[str, Any]:
+    """What the Timeline page needs: the steps' names and times (not their launches), the trace's span."""
+    return {"span": index.span, "events": index.events, "skipped": index.skipped,
+            "steps": [{"name": s.name, "lo": s.lo, "hi": s.hi, "end": s.end, "gpu_events": s.gpu_events}
+                      for s in index.steps]}

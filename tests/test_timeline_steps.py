@@ -1,0 +1,97 @@
+"""The Timeline moving step by step, as a person uses it: Debian's headless Chromium with no internet, the real
+trace browser, the hand-made three-step trace (tests/helpers/steps_trace.py). Each window drawn is asserted on
+the viewer's model: which kernels it holds, which it does not."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from lightx2v.assets import INSTALL_COMMAND, WEBCOMPONENTS, find
+
+from conftest import free_port
+from helpers.browser import chromium, external_requests
+from helpers.procs import Server, answers, wait_until
+from helpers.steps_trace import steps_trace
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+TRACE = "run/rank0_host.pt.trace.json"
+
+
+@pytest.fixture(scope="module")
+def port(tmp_path_factory):
+    root = tmp_path_factory.mktemp("timeline_steps") / "save_results"
+    steps_trace(root / TRACE)
+    port = free_port()
+    server = Server([sys.executable, "-m", "lightx2v.trace_browser", "--root", str(root), "--port", str(port),
+                     "--host", "127.0.0.1"])
+    try:
+        wait_until(lambda: answers(port), 60, what="the trace browser")
+        yield port
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def driver():
+    assert find(WEBCOMPONENTS), f"the offline views' polyfill is not installed: run `{INSTALL_COMMAND}`"
+    with chromium(offline=True) as browser:
+        yield browser
+
+
+def drawn(driver, step: int | None, timeout: float = 60) -> dict:
+    """Wait until the window of `step` is drawn; the slice titles of every thread of the viewer's model."""
+    state = wait_until(lambda: driver.execute_script(
+        "const t = window.lightx2vTimeline; return t && (t.state === 'failed' ? 'failed' :"
+        " t.state === 'drawn' && t.step === arguments[0] && 'drawn');", step), timeout, interval=0.2,
+        what=f"step {step} to be drawn")
+    assert state == "drawn", driver.execute_script("return window.lightx2vTimeline.error")
+    return driver.execute_script("""
+        const model = window.lightx2vTimeline.model, slices = [];
+        for (const p of model.getAllProcesses())
+            for (const t of Object.values(p.threads))
+                for (const s of t.sliceGroup.slices) slices.push(s.title);
+        return {slices: slices, name: document.getElementById('step-name').textContent,
+                prev: document.getElementById('prev-step').disabled,
+                next: document.getElementById('next-step').disabled, url: location.search};""")
+
+
+def click(driver, element_id: str) -> None:
+    """Click a control of the step bar, by script: WebDriver's references to the bar's controls go stale once
+    the viewer is in the page (seen with Chromium 156 and the V0 polyfill)."""
+    driver.execute_script("document.getElementById(arguments[0]).click();", element_id)
+
+
+def test_previous_and_next_move_between_the_steps_windows(driver, port):
+    driver.get(f"http://127.0.0.1:{port}/timeline/{TRACE}")
+    first = drawn(driver, 0)
+    assert first["name"] == "ProfilerStep#1 (1 of 3)" and first["prev"] and not first["next"]
+    assert {"k_step1", "k_late_from_step1", "ProfilerStep#1"} <= set(first["slices"])
+    assert "k_step2" not in first["slices"]
+
+    click(driver, "next-step")
+    second = drawn(driver, 1)
+    assert second["name"] == "ProfilerStep#2 (2 of 3)" and not second["prev"] and not second["next"]
+    assert "k_step2" in second["slices"]
+    assert "k_late_from_step1" not in second["slices"]  # it runs in step 2's time, but step 1 launched it
+    assert second["url"] == "?step=1"
+
+    click(driver, "next-step")
+    third = drawn(driver, 2)
+    assert third["next"] and {"k_step3", "k_orphan"} <= set(third["slices"])
+    click(driver, "prev-step")
+    assert "k_step2" in drawn(driver, 1)["slices"]
+    assert external_requests(driver) == []
+
+
+def test_python_frames_are_a_layer_the_user_turns_on(driver, port):
+    driver.get(f"http://127.0.0.1:{port}/timeline/{TRACE}?step=1")
+    plain = drawn(driver, 1)
+    assert not any(s.endswith("forward") for s in plain["slices"])
+    click(driver, "frames")
+    wait_until(lambda: driver.execute_script("return window.lightx2vTimeline.frames"), 10, what="frames on")
+    framed = drawn(driver, 1)
+    assert "model.py(2): forward" in framed["slices"] and "model.py(1): forward" not in framed["slices"]
+    assert framed["url"] == "?step=1&frames=1"

@@ -19,7 +19,7 @@ from test_offline_views import choose_view, plugin_frame
 
 from conftest import REPO_ROOT, free_port, subprocess_env
 from helpers.browser import chromium, external_requests
-from helpers.procs import Server, answers, cpu_trace, http_get, land, launcher, runs, wait_until
+from helpers.procs import cpu_trace, http_get, land, launcher, runs, trace_browser, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -37,14 +37,8 @@ def results(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser_port(results):
-    port = free_port()
-    server = Server([sys.executable, "-m", "lightx2v.trace_browser", "--root", str(results), "--port", str(port),
-                     "--host", "127.0.0.1"])
-    try:
-        wait_until(lambda: answers(port), 60, what="the trace browser")
+    with trace_browser(results) as (_, port):
         yield port
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")

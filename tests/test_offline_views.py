@@ -20,7 +20,7 @@ from lightx2v.assets import INSTALL_COMMAND, WEBCOMPONENTS, find
 
 from conftest import H200_TRACE, REPO_ROOT, free_port, subprocess_env
 from helpers.browser import chromium, external_requests
-from helpers.procs import Server, answers, land, launcher, runs, wait_until
+from helpers.procs import land, launcher, runs, trace_browser, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -56,21 +56,10 @@ def results(tmp_path_factory):
     return root
 
 
-def trace_browser(root, **env) -> tuple[Server, int]:
-    port = free_port()
-    server = Server([sys.executable, "-m", "lightx2v.trace_browser", "--root", str(root), "--port", str(port),
-                     "--host", "127.0.0.1"], **env)
-    wait_until(lambda: answers(port), 60, what="the trace browser")
-    return server, port
-
-
 @pytest.fixture(scope="module")
 def browser_port(results):
-    server, port = trace_browser(results)
-    try:
+    with trace_browser(results) as (_, port):
         yield port
-    finally:
-        server.stop()
 
 
 def open_timeline(driver, port: int, link_href: str, timeout: float = 120) -> dict:
@@ -141,8 +130,7 @@ def test_overview_of_a_two_rank_run_names_the_straggler(driver, browser_port, re
 
 def test_without_the_assets_the_page_names_the_install_command(driver, tmp_path, shots):
     land(H200_TRACE, tmp_path / "save_results" / H200_FILE)  # its own root: one trace browser per root
-    server, port = trace_browser(tmp_path / "save_results", LIGHTX2V_ASSETS_DIR=str(tmp_path / "no-assets"))
-    try:
+    with trace_browser(tmp_path / "save_results", LIGHTX2V_ASSETS_DIR=str(tmp_path / "no-assets")) as (_, port):
         driver.get(f"http://127.0.0.1:{port}/")
         notice = driver.find_element("css selector", "#offline-notice").text
         assert INSTALL_COMMAND in notice and WEBCOMPONENTS.spec in notice
@@ -152,8 +140,6 @@ def test_without_the_assets_the_page_names_the_install_command(driver, tmp_path,
         driver.save_screenshot(str(shots / "trace_browser_list_without_assets.png"))
         driver.get(f"http://127.0.0.1:{port}/timeline/{H200_FILE}")
         assert INSTALL_COMMAND in driver.find_element("tag name", "body").text
-    finally:
-        server.stop()
 
 
 # --- TensorBoard ---------------------------------------------------------------------------------------------

@@ -5,15 +5,13 @@ the same way, once. The pages come from the real server; their stylesheets are p
 from __future__ import annotations
 
 import re
-import sys
 import urllib.parse
 
 import pytest
 
-from conftest import free_port
 from helpers.browser import chromium
 from helpers.compare_root import BASE_RUN, NEW_RUN, RANKS_NEW, make_compare_root
-from helpers.procs import Server, http_get, wait_until
+from helpers.procs import http_get, trace_browser
 
 pytestmark = pytest.mark.browser
 
@@ -52,18 +50,12 @@ def declarations(tmp_path_factory):
     root = make_compare_root(tmp_path_factory.mktemp("pages"))
     (root / "broken").mkdir()
     (root / "broken" / "rank0.pt.trace.json").write_text('{"traceEvents": [')
-    port = free_port()
-    server = Server([sys.executable, "-m", "lightx2v.trace_browser", "--root", str(root), "--port", str(port),
-                     "--host", "127.0.0.1"])
-    try:
-        wait_until(lambda: http_get(f"http://127.0.0.1:{port}/api/traces")[0] == 200, 60, what="the browser")
+    with trace_browser(root) as (_, port):
         styles = {}
         for name, (path, status) in PAGES.items():
             got, _, body = http_get(f"http://127.0.0.1:{port}{path}", timeout=120)
             assert got == status, (name, got, body[:300])
             styles[name] = re.findall(r"<style>(.*?)</style>", body.decode(), re.S)
-    finally:
-        server.stop()
     with chromium() as driver:
         return {name: [tuple(row) for row in driver.execute_script(PARSE, texts)] for name, texts in styles.items()}
 

@@ -4,15 +4,12 @@ the viewer's model: which kernels it holds, which it does not."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from lightx2v.assets import INSTALL_COMMAND, WEBCOMPONENTS, find
 
-from conftest import free_port
 from helpers.browser import chromium, external_requests
-from helpers.procs import Server, answers, wait_until
+from helpers.procs import trace_browser, wait_until
 from helpers.steps_trace import steps_trace
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -24,14 +21,8 @@ TRACE = "run/rank0_host.pt.trace.json"
 def port(tmp_path_factory):
     root = tmp_path_factory.mktemp("timeline_steps") / "save_results"
     steps_trace(root / TRACE)
-    port = free_port()
-    server = Server([sys.executable, "-m", "lightx2v.trace_browser", "--root", str(root), "--port", str(port),
-                     "--host", "127.0.0.1"])
-    try:
-        wait_until(lambda: answers(port), 60, what="the trace browser")
+    with trace_browser(root) as (_, port):
         yield port
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import gzip
 import json
 import os
 import shutil
-import sys
 
 import pytest
 
@@ -21,8 +20,8 @@ from lightx2v.trace_browser.step_index import step_index
 from lightx2v.trace_browser.window import range_window, step_window
 from lightx2v.trace_summary.reader import CHUNK_BYTES
 
-from conftest import H200_TRACE, free_port
-from helpers.procs import Server, get_json, http_get, wait_until
+from conftest import H200_TRACE
+from helpers.procs import get_json, http_get, trace_browser, wait_until
 from helpers.steps_trace import STEP_US, T0, steps_trace
 
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
@@ -231,14 +230,8 @@ def test_the_index_is_cached_apart_from_the_trace_and_rebuilt_when_size_or_mtime
 def browser(tmp_path_factory):
     root = tmp_path_factory.mktemp("windows") / "save_results"
     steps_trace(root / "run" / "rank0_host.pt.trace.json")
-    port = free_port()
-    server = Server([sys.executable, "-m", "lightx2v.trace_browser", "--root", str(root), "--port", str(port),
-                     "--host", "127.0.0.1"])
-    try:
-        wait_until(lambda: http_get(f"http://127.0.0.1:{port}/api/traces")[0] == 200, 30, what="the browser")
+    with trace_browser(root) as (_, port):
         yield root, f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
 
 
 @pytest.mark.slow
@@ -265,17 +258,12 @@ def test_the_server_serves_a_rewritten_trace_anew(tmp_path):
     root = tmp_path / "save_results"
     trace = root / "run" / "rank0_host.pt.trace.json"
     steps_trace(trace)
-    port = free_port()
-    server = Server([sys.executable, "-m", "lightx2v.trace_browser", "--root", str(root), "--port", str(port),
-                     "--host", "127.0.0.1"])
-    try:
+    with trace_browser(root) as (_, port):
         url = f"http://127.0.0.1:{port}/api/timeline/window/run/rank0_host.pt.trace.json?step=0"
         wait_until(lambda: http_get(url)[0] == 200, 30, what="the browser")
         assert "k_step1" in names(get_json(url)["traceEvents"])
         trace.write_text(trace.read_text().replace('"k_step1"', '"k_step1_recaptured"'))
         assert "k_step1_recaptured" in names(get_json(url)["traceEvents"])
-    finally:
-        server.stop()
 
 
 @pytest.mark.slow
@@ -283,10 +271,7 @@ def test_a_trace_rewritten_under_the_same_size_and_mtime_is_refused_not_misread(
     root = tmp_path / "save_results"
     trace = root / "run" / "rank0_host.pt.trace.json"
     steps_trace(trace, steps=40)
-    port = free_port()
-    server = Server([sys.executable, "-m", "lightx2v.trace_browser", "--root", str(root), "--port", str(port),
-                     "--host", "127.0.0.1"])
-    try:
+    with trace_browser(root) as (_, port):
         url = f"http://127.0.0.1:{port}/api/timeline/window/run/rank0_host.pt.trace.json?step=20"
         wait_until(lambda: http_get(url)[0] == 200, 30, what="the browser")
         st = trace.stat()
@@ -298,8 +283,6 @@ def test_a_trace_rewritten_under_the_same_size_and_mtime_is_refused_not_misread(
         status, _, body = http_get(url.replace("step=20", "step=10"))  # a window not yet kept in memory
         assert status == 409, body
         assert server_alive(port)
-    finally:
-        server.stop()
 
 
 def server_alive(port: int) -> bool:

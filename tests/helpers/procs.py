@@ -12,9 +12,11 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from conftest import REPO_ROOT, subprocess_env
+from conftest import REPO_ROOT, free_port, subprocess_env
 
 PLUGIN = "/data/plugin/pytorch_profiler"
 
@@ -199,3 +201,17 @@ def cpu_trace(base: Path) -> Path:
                                 text=True, timeout=300)
         assert result.returncode == 0, result.stderr
     return done
+
+
+@contextmanager
+def trace_browser(root, timeout: float = 60.0, **env: str) -> Iterator[tuple[Server, int]]:
+    """A real `python -m lightx2v.trace_browser` serving `root` on 127.0.0.1, answering its list page; stopped
+    when the block ends. Yields (server, port)."""
+    port = free_port()
+    server = Server([sys.executable, "-m", "lightx2v.trace_browser", "--root", str(root), "--port", str(port),
+                     "--host", "127.0.0.1"], **env)
+    try:
+        wait_until(lambda: answers(port), timeout, what="the trace browser")
+        yield server, port
+    finally:
+        server.stop()

@@ -23,7 +23,7 @@ from .cpu_ops import cpu_op_stats
 from .devices import devices, rank_and_world, versions
 from .efficiency import TARGET_PCT, efficiency
 from .flops import MODELED
-from .frames import SKIP_HEAD_FOLDED, code_line, frame_summary, frame_tree, keeps
+from .frames import SKIP_HEAD_FOLDED, FrameIndex, code_line, frame_summary, frame_tree, keeps
 from .kernels import gpu_work
 from .launch import launch_chain
 from .model import PeakSpec, RankSummary, RankTables, SkippedEvents
@@ -70,7 +70,8 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
     has_gpu = gpu.totals is not None
     tree = op_tree(c)
     chain = launch_chain(c)
-    found = step_stats(c, gpu.busy if has_gpu else None, gpu.is_kernel, chain, tree, code_line(c))
+    frame_index = FrameIndex(c)  # built once, if a sync or the frame tree needs it
+    found = step_stats(c, gpu.busy if has_gpu else None, gpu.is_kernel, chain, tree, code_line(frame_index))
     steps = found.steps
     group = group_keys(c, tree, chain)
     cpu_ops, cpu_self_total = cpu_op_stats(c, tree)
@@ -90,7 +91,7 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
     devices_memory = [] if mem is None else memory.summarize(  # memory events keep the trace's own time
         mem, steps, c.threads, c.op_thread, c.op_name, op_ts, c.op_dur, list(c.names), top)
     memory_section = memory.section(path, rank, notes, devices_memory)
-    frames = frame_tree(c, chain, found, tree, mem, folded)  # after memory.summarize: it finishes ``mem``
+    frames = frame_tree(c, chain, found, tree, mem, folded, frame_index)  # after memory.summarize: it finishes ``mem``
     return RankSummary(
         file=os.path.abspath(path),
         size_bytes=os.path.getsize(path),

@@ -32,6 +32,7 @@ import sys
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
+from functools import cached_property
 
 from .collect import Collected
 from .enclosing import NONE, Enclosing
@@ -110,16 +111,37 @@ def module_class(name: str) -> str:
     return _INSTANCE_RE.sub("", name[len(MODULE_PREFIX):])
 
 
+class FrameIndex:
+    """The Python frames' nesting (``Enclosing``) and each frame's parent, built once, at first use: the frame tree
+    and the sync causes' code lines (``code_line``) both read it."""
+
+    def __init__(self, c: Collected) -> None:
+        self.c = c
+
+    @cached_property
+    def frames(self) -> Enclosing:
+        c = self.c
+        return Enclosing(c.fr_thread, c.fr_ts, c.fr_dur)
+
+    @cached_property
+    def parent(self) -> array:
+        parent = array("l", [NONE]) * len(self.c.fr_ts)
+        for i, p in self.frames.walk():
+            parent[i] = p
+        return parent
+
+
 def frame_tree(c: Collected, chain: LaunchChain, steps: Steps, tree: OpTree, mem: MemoryEvents | None = None,
-               folded: bool = True) -> FrameTree | None:
+               folded: bool = True, index: FrameIndex | None = None) -> FrameTree | None:
     """The charged work as a tree of kept frames (see the module's docstring); None without Python frames.
 
-    ``mem`` must be finished (``memory.summarize`` finishes it); its timestamps are the trace's own."""
+    ``mem`` must be finished (``memory.summarize`` finishes it); its timestamps are the trace's own. ``index``:
+    the pass's frame index when something else already built it."""
     if not len(c.fr_ts):
         return None
     frame_names = c.frame_kept
     keep = [not folded or frame_kind(n) != LIBRARY for n in frame_names]
-    frames = Enclosing(c.fr_thread, c.fr_ts, c.fr_dur)
+    frames = (index or FrameIndex(c)).frames
     b = _Builder(len(steps.steps))
     node_of = array("l", [0]) * len(c.fr_ts)
     fr_name = c.fr_name
@@ -178,24 +200,19 @@ def frame_tree(c: Collected, chain: LaunchChain, steps: Steps, tree: OpTree, mem
     return b.tree(device)
 
 
-def code_line(c: Collected) -> Callable[[int, float, float], str] | None:
+def code_line(index: FrameIndex) -> Callable[[int, float, float], str] | None:
     """Where in the user's code a host call [lo, hi] on ``thread`` sat: "two_functions.py:41 main", the innermost
     user frame around it ("" when none); None without Python frames. The idle causes name a sync's line with it
-    (``steps.step_stats(where=...)``). The frames' index is built at the first call: most traces have no sync."""
+    (``steps.step_stats(where=...)``); the index is built at the first call (most traces have no sync) and the
+    frame tree reuses it."""
+    c = index.c
     if not len(c.fr_ts):
         return None
     names, fr_name = c.frame_kept, c.fr_name
-    found: list[tuple[Enclosing, array]] = []
 
     def where(thread: int, lo: float, hi: float) -> str:
-        if not found:
-            frames = Enclosing(c.fr_thread, c.fr_ts, c.fr_dur)
-            parent = array("l", [NONE]) * len(c.fr_ts)
-            for i, p in frames.walk():
-                parent[i] = p
-            found.append((frames, parent))
-        frames, parent = found[0]
-        f = frames.innermost(thread, lo, hi)
+        parent = index.parent
+        f = index.frames.innermost(thread, lo, hi)
         while f != NONE and frame_kind(names[fr_name[f]]) != USER:  # --all-frames keeps library frames too
             f = parent[f]
         if f == NONE:

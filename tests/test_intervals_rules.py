@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from lightx2v.trace_summary.intervals import clip, covered, gaps, merge
+from lightx2v.trace_summary.intervals import Spans, clip, covered, gaps, merge
 
 
 def test_merge_sorts_and_joins_overlapping_intervals():
@@ -78,3 +78,17 @@ def test_an_empty_busy_line_leaves_the_whole_window_idle():
     assert gaps([], 0, 10) == [(0, 10)]
     assert covered([], 0, 10) == 0
     assert gaps([], 5, 5) == []
+
+
+def test_a_union_is_held_as_two_arrays_of_starts_and_ends():
+    merged = merge([(30, 40), (0, 10), (5, 20)])
+    assert isinstance(merged, Spans)
+    assert (list(merged.lo), list(merged.hi)) == ([0, 30], [20, 40])
+    assert len(merged) == 2 and list(merged) == [(0, 20), (30, 40)]
+    assert merged == Spans([(0, 20), (30, 40)]) and merged != [(0, 20)]
+
+
+def test_clip_reads_a_union_and_a_plain_list_alike():
+    pairs = [(0, 20), (30, 40)]
+    for lo, hi in ((0, 50), (5, 35), (20, 30), (39, 41), (-5, 1)):
+        assert clip(Spans(pairs), lo, hi) == clip(pairs, lo, hi)

@@ -16,9 +16,8 @@ import shutil
 
 import pytest
 
-from lightx2v.trace_browser.step_index import step_index
+from lightx2v.trace_browser.step_index import PIECE_BYTES, step_index
 from lightx2v.trace_browser.window import range_window, step_window
-from lightx2v.trace_summary.reader import CHUNK_BYTES
 
 from conftest import H200_TRACE
 from helpers.procs import get_json, http_get, trace_browser, wait_until
@@ -98,7 +97,7 @@ SMALL_PIECES = 256  # bytes per read while indexing: the synthetic trace's event
 
 @pytest.fixture(params=[0, SMALL_PIECES], ids=["4MB-pieces", "small-pieces"])
 def chunk_bytes(request) -> int:
-    return request.param or CHUNK_BYTES
+    return request.param or PIECE_BYTES
 
 
 @pytest.fixture(params=["plain", "gzip"])

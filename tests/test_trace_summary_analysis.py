@@ -307,3 +307,44 @@ def test_devices_line_follows_what_the_trace_holds(tmp_path):
     # deviceProperties present and no GPU activity (activities=[CPU] on a GPU machine): the devices are listed.
     r = analyze_trace(str(write_json(tmp_path / "cpu_on_gpu.pt.trace.json", trace_doc([cpu_op("aten::mm", 0, 500)]))))
     assert device_line(r) == "  devices   0: NVIDIA H200 (sm 9.0, 139.8 GiB)"
+
+
+def _figures(value, path=""):
+    """Every leaf of a summary as (path, value), floats apart so they can be compared to rounding."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _figures(v, f"{path}.{k}")
+    elif isinstance(value, list | tuple):
+        yield (f"{path}#len", len(value))
+        for i, v in enumerate(value):
+            yield from _figures(v, f"{path}[{i}]")
+    else:
+        yield (path, value)
+
+
+def test_the_summary_does_not_depend_on_the_order_of_events_in_the_file(tmp_path):
+    """Kineto writes ids and a thread's ops in increasing order, and the summary's indexes use that order when it
+    holds (no copy, no sort); a file whose events come in any other order must give the same answers."""
+    import json
+    import random
+
+    from helpers.shaped_h200 import shaped_h200
+
+    shaped = shaped_h200(tmp_path)  # with shapes: the efficiency units are found too
+    with gzip.open(shaped, "rt") if str(shaped).endswith(".gz") else open(shaped) as f:
+        doc = json.load(f)
+    random.Random(7).shuffle(doc["traceEvents"])
+    shuffled = tmp_path / "shuffled.pt.trace.json"
+    shuffled.write_text(json.dumps(doc))
+    leaves = [dict(_figures(analyze_trace(str(p)))) for p in (shaped, shuffled)]
+    for key in ("file", "size_bytes", "compressed", "worker"):
+        for one in leaves:
+            one.pop("." + key)
+    in_order, any_order = leaves
+    assert in_order.keys() == any_order.keys()
+    assert in_order[".efficiency.ops#len"] > 0 and in_order[".gpu.kernel_count"] == 120
+    differ = {k: (v, any_order[k]) for k, v in in_order.items()
+              if not (v == any_order[k] or (isinstance(v, float) and v == pytest.approx(any_order[k], rel=1e-9)))}
+    assert differ == {}

@@ -32,9 +32,10 @@ from typing import Any
 
 from lightx2v.fileio import write_atomically
 from lightx2v.trace_summary.collect import FRAME_CAT, KERNEL_CATS, MEM_CATS, RUNTIME_CATS, STEP_PREFIX
-from lightx2v.trace_summary.reader import CHUNK_BYTES, TraceStream
+from lightx2v.trace_summary.reader import TraceStream
 
 VERSION = 2  # of the index file's layout: an index of another version is built again
+PIECE_BYTES = 4 << 20  # the reader's chunk here: the pieces a window reads back (fewer notes than 1 MB ones)
 GPU_CATS = KERNEL_CATS | frozenset(MEM_CATS)
 STEP_CATS = frozenset({"user_annotation"})
 FLOW_PHASES = frozenset({"s", "t", "f"})
@@ -97,7 +98,7 @@ class Chunk:
         return any(first <= self.corr_hi and last >= self.corr_lo for first, last in runs)
 
 
-def step_index(trace_path: str, cache_dir: str | None, chunk_bytes: int = CHUNK_BYTES) -> StepIndex:
+def step_index(trace_path: str, cache_dir: str | None, chunk_bytes: int = PIECE_BYTES) -> StepIndex:
     """The trace's index: read from ``cache_dir`` when it names this size and mtime, else built and kept there."""
     st = os.stat(trace_path)
     cache = _cache_file(trace_path, cache_dir) if cache_dir else None
@@ -134,7 +135,7 @@ def _read(path: str) -> StepIndex | None:
         return None  # missing, half-understood or from another layout: build it again
 
 
-def build_index(trace_path: str, chunk_bytes: int = CHUNK_BYTES) -> StepIndex:
+def build_index(trace_path: str, chunk_bytes: int = PIECE_BYTES) -> StepIndex:
     """One streaming pass over the trace (TraceError when it cannot be read)."""
     cpu_steps: dict[str, list[float]] = {}
     gpu_steps: dict[str, list[float]] = {}

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from . import flops as models
 from .collect import Collected
-from .enclosing import NONE, Enclosing
+from .enclosing import NONE, Enclosing, ordered
 from .launch import LaunchChain
 from .model import ClassEfficiency, Device, Efficiency, OpEfficiency, PeakSpec
 from .names import short_name
@@ -48,7 +48,7 @@ def efficiency(c: Collected, chain: LaunchChain, found: Steps, devices: Sequence
     if not steps:
         return None
     names = list(c.names)
-    candidates = [i for i, n in enumerate(c.op_name) if n in c.shaped]
+    candidates = array("l", (i for i, n in enumerate(c.op_name) if n in c.shaped))
     by_shape = [(models.cost(names[n], *args), models.signature(args[0], args[1]))
                  for (n, _, _, _), args in zip(c.shape_ids, c.shape_args, strict=True)]
     costs: dict[int, models.OpCost | None] = {}
@@ -66,37 +66,47 @@ def efficiency(c: Collected, chain: LaunchChain, found: Steps, devices: Sequence
     shapes = bool(c.op_shape)
     units = _units(c, candidates, names)
     gpu = len(c.g_lo) > 0
-    time: dict[int, float] = {}
-    kernels: dict[int, dict[int, float]] = {}
+    groups: dict[tuple[str, str], _Group] = {}
+    counted = bytearray(len(c.op_ts))  # a unit is one call of its group once, however many kernels it launched
+
+    def group_of(u: int) -> _Group:
+        key = (names[c.op_name[u]], sigs.get(u, ""))
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = _Group(costs.get(u))
+        if not counted[u]:
+            counted[u] = 1
+            g.add_call(costs.get(u))
+        return g
+
     outside = 0.0
     if gpu:
         sub = Enclosing(array("l", (c.op_thread[i] for i in units)), array("d", (c.op_ts[i] for i in units)),
                         array("d", (c.op_dur[i] for i in units)))
-        unit_of: dict[int, int] = {}
+        last_op = last_unit = NONE  # an op's kernels mostly come one after another: one query for them all
         for g, (o, step) in enumerate(zip(chain.op, found.of_gpu, strict=True)):
             if step == NONE:
                 continue
             d = c.g_dur[g]
-            u = unit_of.get(o) if o != NONE else NONE
-            if u is None:
-                j = sub.innermost(c.op_thread[o], c.op_ts[o], c.op_ts[o] + c.op_dur[o])
-                u = unit_of[o] = units[j] if j != NONE else NONE
-            if u == NONE:
+            if o != last_op:
+                j = sub.innermost(c.op_thread[o], c.op_ts[o], c.op_ts[o] + c.op_dur[o]) if o != NONE else NONE
+                last_op, last_unit = o, units[j] if j != NONE else NONE
+            if last_unit == NONE:
                 outside += d
                 continue
-            time[u] = time.get(u, 0.0) + d
-            per = kernels.setdefault(u, {})
-            per[c.g_name[g]] = per.get(c.g_name[g], 0.0) + d
+            group = group_of(last_unit)
+            group.time += d
+            group.kernels[c.g_name[g]] = group.kernels.get(c.g_name[g], 0.0) + d
     else:
         spans = found.cpu_spans
         for u in units:
             if any(lo <= c.op_ts[u] < hi for lo, hi in spans):
-                time[u] = c.op_dur[u]
+                group_of(u).time += c.op_dur[u]
+    _rank_kernels(c, groups)
     if peak is None and devices:
         peak = peak_for(devices[0].name, devices[0].memory_bytes)
     n_steps = len(steps)
     wall = sum(s.wall_us for s in steps)
-    groups = _groups(c, names, time, kernels, costs, sigs)
     ops = [_op_row(key, g, peak, target_pct, n_steps) for key, g in groups.items()]
     modeled = sum(r.time_us for r in ops if r.flops is not None and r.bytes is not None and r.dtype)
     unmodeled = outside + sum(r.time_us for r in ops if not r.dtype)
@@ -120,37 +130,35 @@ def efficiency(c: Collected, chain: LaunchChain, found: Steps, devices: Sequence
         torch_flops_checked=checked, torch_flops_disagree=disagree)
 
 
-def _units(c: Collected, candidates: list[int], names: list[str]) -> list[int]:
+def _units(c: Collected, candidates: array, names: list[str]) -> array:
     """The calls that are units: a matrix op (GEMM, convolution, attention) holding no other matrix op (the
     copies and fills it makes inside are its own work), and a vector op holding no modeled op and inside no
     matrix op. One stack walk per thread in (start, -duration) order."""
     matrix = models.MATRIX_CLASSES
     is_matrix = {n: models.CLASS_OF.get(names[n]) in matrix for n in {c.op_name[i] for i in candidates}}
-    order = sorted(candidates, key=lambda i: (c.op_thread[i], c.op_ts[i], -c.op_dur[i]))
-    holds_any: set[int] = set()
-    holds_matrix: set[int] = set()
-    in_matrix: set[int] = set()
-    stack: list[int] = []
-    thread = None
-    for i in order:
-        if c.op_thread[i] != thread:
-            thread, stack = c.op_thread[i], []
-        start = c.op_ts[i]
-        while stack and c.op_ts[stack[-1]] + c.op_dur[stack[-1]] <= start:
-            stack.pop()
-        if stack:
-            holds_any.add(stack[-1])
-            mine = is_matrix[c.op_name[i]]
-            for j in reversed(stack):
-                if is_matrix[c.op_name[j]]:
-                    if mine:
-                        holds_matrix.add(j)
-                    else:
-                        in_matrix.add(i)
-                    break
-        stack.append(i)
-    return sorted(i for i in candidates if (i not in holds_matrix if is_matrix[c.op_name[i]]
-                                            else i not in holds_any and i not in in_matrix))
+    by_thread: dict[int, array] = {}
+    for i in candidates:
+        by_thread.setdefault(c.op_thread[i], array("l")).append(i)
+    ts, dur = c.op_ts, c.op_dur
+    not_unit = bytearray(len(ts))  # holds a matrix op (a matrix op); holds a modeled op or sits in a matrix op
+    for idx in by_thread.values():
+        order = idx if ordered(idx, ts, dur) else sorted(idx, key=lambda i: (ts[i], -dur[i]))
+        stack: list[int] = []
+        for i in order:
+            start = ts[i]
+            while stack and ts[stack[-1]] + dur[stack[-1]] <= start:
+                stack.pop()
+            if stack:
+                top = stack[-1]
+                if not is_matrix[c.op_name[top]]:
+                    not_unit[top] = 1
+                mine = is_matrix[c.op_name[i]]
+                for j in reversed(stack):
+                    if is_matrix[c.op_name[j]]:
+                        not_unit[j if mine else i] = 1
+                        break
+            stack.append(i)
+    return array("l", sorted(i for i in candidates if not not_unit[i]))
 
 
 class _Group:
@@ -161,28 +169,18 @@ class _Group:
         self.kernels: dict[int, float] = {}
         self.labels: list[str] = []  # its GPU work's short names, most time first
 
-
-def _groups(c: Collected, names: list[str], time: dict[int, float], kernels: dict[int, dict[int, float]],
-            costs: dict[int, models.OpCost | None], sigs: dict[int, str]) -> dict[tuple[str, str], _Group]:
-    out: dict[tuple[str, str], _Group] = {}
-    for u, t in time.items():
-        cost = costs.get(u)
-        key = (names[c.op_name[u]], sigs.get(u, ""))
-        g = out.get(key)
-        if g is None:
-            g = out[key] = _Group(cost)
-        g.calls += 1
-        g.time += t
+    def add_call(self, cost: models.OpCost | None) -> None:
+        self.calls += 1
         if cost is not None:
-            g.flops += cost.flops
-            g.bytes += cost.bytes
-        for k, d in kernels.get(u, {}).items():
-            g.kernels[k] = g.kernels.get(k, 0.0) + d
+            self.flops += cost.flops
+            self.bytes += cost.bytes
+
+
+def _rank_kernels(c: Collected, groups: dict[tuple[str, str], _Group]) -> None:
     gpu_keys = list(c.gpu_names)
-    for g in out.values():
+    for g in groups.values():
         ranked = sorted(g.kernels.items(), key=lambda kv: -kv[1])[:KERNELS_PER_OP]
         g.labels = [short_name(k) if k.__class__ is str else " ".join(k) for k in (gpu_keys[i] for i, _ in ranked)]
-    return out
 
 
 def _rates(flops: float, nbytes: float, time_us: float) -> tuple[float | None, float | None, float | None]:

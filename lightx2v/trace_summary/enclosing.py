@@ -34,7 +34,7 @@ class Enclosing:
             found.append(i)
         self.threads: dict[int, tuple[array, array, array]] = {}
         for t, idx in by_thread.items():
-            if not _ordered(idx, ts, dur):  # kineto writes a thread's events in this order: sort only if not
+            if not ordered(idx, ts, dur):  # kineto writes a thread's events in this order: sort only if not
                 idx = array("l", sorted(idx, key=lambda i: (ts[i], -dur[i])))
             parent = array("l")
             stack: list[int] = []  # positions in idx of the intervals still open
@@ -68,7 +68,7 @@ class Enclosing:
         return NONE
 
 
-def _ordered(idx: Sequence[int], ts: Sequence[float], dur: Sequence[float]) -> bool:
+def ordered(idx: Sequence[int], ts: Sequence[float], dur: Sequence[float]) -> bool:
     """Whether ``idx`` is already in (start, -duration) order."""
     prev_ts, prev_dur = -math.inf, math.inf
     for i in idx:

@@ -18,8 +18,6 @@ from .ratios import percent
 
 COMM_MARKERS = ("nccl", "rccl")
 
-Intervals = list[tuple[float, float]]
-
 
 @dataclass
 class GpuWork:
@@ -28,9 +26,8 @@ class GpuWork:
     kernels: list[KernelStat]  # every kernel name, most time first
     memory_ops: list[MemOpStat]  # every memcpy/memset name, most time first
     totals: GpuTotals | None  # None without any GPU activity
-    busy: Intervals  # union of all GPU activity
-    comm: Intervals  # union of communication kernels
-    kernel_starts: list[float]  # sorted
+    busy: intervals.Spans  # union of all GPU activity
+    comm: intervals.Spans  # union of communication kernels
     is_kernel: list[bool]  # per GPU name id: a kernel (not a memcpy/memset)
 
 
@@ -53,15 +50,14 @@ def gpu_work(c: Collected) -> GpuWork:
     memory_ops = [MemOpStat(kind=keys[g][0], name=keys[g][1], calls=calls[g], total_us=total[g],
                             bytes=c.mem_bytes[g]) for g in memory]
     busy = intervals.merge((lo, lo + d) for lo, d in zip(c.g_lo, c.g_dur, strict=True))
-    starts = sorted(lo for lo, g in zip(c.g_lo, c.g_name, strict=True) if is_kernel[g])
     comm = intervals.merge((lo, lo + d) for lo, d, g in zip(c.g_lo, c.g_dur, c.g_name, strict=True)
-                           if is_comm[g]) if any(is_comm) else []
+                           if is_comm[g]) if any(is_comm) else intervals.Spans()
     totals = None
     if len(c.g_lo):
         totals = GpuTotals(
             busy_us=sum(b - a for a, b in busy),
             activity_us=activity_us,
-            kernel_count=len(starts),
+            kernel_count=sum(calls[g] for g in range(len(keys)) if is_kernel[g]),
             kernel_us=kernel_us,
             memcpy_us=sum((m.total_us for m in memory_ops if m.kind == "memcpy"), 0.0),
             memset_us=sum((m.total_us for m in memory_ops if m.kind == "memset"), 0.0),
@@ -69,4 +65,4 @@ def gpu_work(c: Collected) -> GpuWork:
             devices=len({pid for pid, _ in c.streams}),
         )
     return GpuWork(kernels=kernels, memory_ops=memory_ops, totals=totals, busy=busy, comm=comm,
-                   kernel_starts=starts, is_kernel=is_kernel)
+                   is_kernel=is_kernel)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from .collect import NO_ID, Collected
 from .enclosing import NONE, Enclosing
+from .ids import IdIndex, contains, distinct_sorted, nondecreasing
 from .model import LaunchLinks
 
 AGREE_SHARE = 0.99  # External id is trusted for events without a launch record when it agrees this often
@@ -46,10 +47,7 @@ class LaunchChain:
 
 def launch_chain(c: Collected) -> LaunchChain:
     n = len(c.g_lo)
-    call_of: dict[int, int] = {}
-    for i, corr in enumerate(c.rt_corr):
-        if corr != NO_ID:
-            call_of[corr] = i
+    call_of = IdIndex(c.rt_corr)
     ops = Enclosing(c.op_thread, c.op_ts, c.op_dur)
     op = array("l", [NONE]) * n
     call = array("l", [NONE]) * n
@@ -58,7 +56,7 @@ def launch_chain(c: Collected) -> LaunchChain:
     innermost = ops.innermost
     with_record = by_chain = 0
     for g, corr in enumerate(c.g_corr):
-        i = call_of.get(corr, NONE) if corr != NO_ID else NONE
+        i = call_of.get(corr) if corr != NO_ID else NONE
         if i == NONE:
             continue
         with_record += 1
@@ -70,13 +68,7 @@ def launch_chain(c: Collected) -> LaunchChain:
             op[g] = o
             by_chain += 1
 
-    op_of_ext: dict[int, int] = {}  # the ids GPU events carry only: every op's held tens of MB on big traces
-    wanted = set(c.g_ext)
-    wanted.discard(NO_ID)
-    if wanted:
-        for i, x in enumerate(c.op_ext):
-            if x in wanted:
-                op_of_ext[x] = i
+    op_of_ext = _ops_by_external_id(c)
     checked = agree = repeats_corr = has_ext = 0
     for g, x in enumerate(c.g_ext):
         if x == NO_ID:
@@ -86,7 +78,7 @@ def launch_chain(c: Collected) -> LaunchChain:
             repeats_corr += 1
         if op[g] != NONE:
             checked += 1
-            if op_of_ext.get(x, NONE) == op[g]:
+            if op_of_ext.get(x) == op[g]:
                 agree += 1
     if checked:
         trusted = agree >= AGREE_SHARE * checked
@@ -104,7 +96,7 @@ def launch_chain(c: Collected) -> LaunchChain:
         op_ts = c.op_ts
         for g, x in enumerate(c.g_ext):
             if call[g] == NONE and x != NO_ID:
-                o = op_of_ext.get(x, NONE)
+                o = op_of_ext.get(x)
                 if o != NONE:
                     op[g] = o
                     launch_ts[g] = op_ts[o]
@@ -118,19 +110,30 @@ def launch_chain(c: Collected) -> LaunchChain:
     return LaunchChain(op=op, label=label, launch_ts=launch_ts, call=call, links=links, ops=ops)
 
 
+def _ops_by_external_id(c: Collected) -> IdIndex:
+    """The ops by External id; when their ids are out of order, only the ops whose id a GPU event carries are
+    sorted (a trace's ops outnumber its GPU events several times)."""
+    if not len(c.g_ext):
+        return IdIndex(array("q"))
+    if nondecreasing(c.op_ext):
+        return IdIndex(c.op_ext)
+    wanted = distinct_sorted(x for x in c.g_ext if x != NO_ID)
+    chosen = array("q", (i for i, x in enumerate(c.op_ext) if contains(wanted, x)))
+    return IdIndex(array("q", map(c.op_ext.__getitem__, chosen)), chosen)
+
+
 def _labels(c: Collected, op: array, call: array) -> array:
     """Per GPU event: the innermost label around its launching op, else around its launch call (NONE: none)."""
     label = array("l", [NONE]) * len(op)
     if not len(c.lab_ts):
         return label
     labels = Enclosing(c.lab_thread, c.lab_ts, c.lab_dur)
-    around_op: dict[int, int] = {}
+    last_op = last_label = NONE  # an op's GPU events mostly come one after another: one query for them all
     for g, o in enumerate(op):
         if o != NONE:
-            j = around_op.get(o)
-            if j is None:
-                j = around_op[o] = labels.innermost(c.op_thread[o], c.op_ts[o], c.op_ts[o] + c.op_dur[o])
-            label[g] = j
+            if o != last_op:
+                last_op, last_label = o, labels.innermost(c.op_thread[o], c.op_ts[o], c.op_ts[o] + c.op_dur[o])
+            label[g] = last_label
         elif call[g] != NONE:
             i = call[g]
             label[g] = labels.innermost(c.rt_thread[i], c.rt_ts[i], c.rt_ts[i] + c.rt_dur[i])

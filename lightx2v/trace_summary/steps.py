@@ -22,8 +22,9 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from . import intervals
 from .collect import STEP_PREFIX, Collected
@@ -50,7 +51,7 @@ SYNC_CALLS = frozenset({
 # where the trace has no runtime calls.
 SYNC_OPS = frozenset({"aten::item", "aten::_local_scalar_dense"})
 
-Intervals = list[tuple[float, float]]
+Intervals: TypeAlias = intervals.Spans | Sequence[tuple[float, float]]  # a list of pairs in the rules' tests
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import shutil
 
@@ -176,6 +177,41 @@ def test_a_step_of_a_plain_trace_is_read_where_it_lies_not_the_whole_file(tmp_pa
         framed = json.loads(step_window(trace, index, k, frames=True))["traceEvents"]
         assert framed == expected_step_events(doc, k, frames=True)
         assert f"late_writer.py({k + 1}): written last" in names(framed)  # at the file's end: found by its flag
+
+
+@pytest.mark.parametrize("piece", [SMALL_PIECES, 320])
+def test_a_steps_python_frames_are_read_where_they_lie_not_the_whole_file(tmp_path, piece):
+    """The index notes the times each piece's skipped frames cover (from their bytes), so the frames layer of
+    one step reads the pieces of that time, and the one piece with the run-long ``<module>`` frame."""
+    trace = steps_trace(tmp_path / "rank0_host.pt.trace.json", steps=120)
+    doc = load(trace)
+    index = step_index(trace, None, piece)
+    size = os.path.getsize(trace)
+    for k in (60, 119):
+        before = bytes_read()
+        framed = json.loads(step_window(trace, index, k, frames=True))["traceEvents"]
+        read = bytes_read() - before
+        assert framed == expected_step_events(doc, k, frames=True)
+        assert {f"model.py({k + 1}): forward", "main.py(1): <module>"} <= names(framed)
+        assert read < size / 4, f"read {read} of {size} bytes for one step's frames of 120"
+
+
+def test_frames_whose_times_are_written_otherwise_are_read_for_every_frames_window(tmp_path):
+    """A frame with "dur" before "ts" (or any event the piece's regex cannot read) leaves its piece's frame times
+    unknown: the piece is read for every frames window, never passed by."""
+    path = tmp_path / "rank0_host.pt.trace.json"
+    steps_trace(path, steps=40)
+    doc = load(str(path))
+    odd = {"ph": "X", "cat": "python_function", "name": "odd.py(3): dur first", "pid": 1, "tid": 1, "dur": 5.0,
+           "ts": T0 + 30 * STEP_US + 10, "args": {}}
+    at = next(i for i, e in enumerate(doc["traceEvents"]) if e["name"] == "model.py(10): forward")
+    doc["traceEvents"].insert(at + 1, odd)  # among step 10's frames, far from step 30's
+    path.write_text(json.dumps(doc))
+    index = step_index(str(path), None, SMALL_PIECES)
+    assert any(c.frames and c.f_lo == -math.inf for c in index.chunks)
+    framed = json.loads(step_window(str(path), index, 30, frames=True))["traceEvents"]
+    assert framed == expected_step_events(doc, 30, frames=True)
+    assert "odd.py(3): dur first" in names(framed)
 
 
 @pytest.mark.parametrize("form", ["gzip", "plain"])

@@ -26,6 +26,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from bisect import bisect_right
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -34,7 +35,7 @@ from lightx2v.fileio import write_atomically
 from lightx2v.trace_summary.collect import FRAME_CAT, KERNEL_CATS, MEM_CATS, RUNTIME_CATS, STEP_PREFIX
 from lightx2v.trace_summary.reader import TraceStream
 
-VERSION = 2  # of the index file's layout: an index of another version is built again
+VERSION = 3  # of the index file's layout: an index of another version is built again
 PIECE_BYTES = 4 << 20  # the reader's chunk here: the pieces a window reads back (fewer notes than 1 MB ones)
 GPU_CATS = KERNEL_CATS | frozenset(MEM_CATS)
 STEP_CATS = frozenset({"user_annotation"})
@@ -81,7 +82,9 @@ class Chunk:
     start: int
     stop: int = 0
     meta: bool = False
-    frames: bool = False  # Python frames (skipped undecoded at indexing): read whenever frames are asked for
+    frames: bool = False  # Python frames (skipped undecoded at indexing)
+    f_lo: float = -math.inf  # the times its frames cover, from their bytes; unknown (the whole trace) by default
+    f_hi: float = math.inf
     t_lo: float = math.inf
     t_hi: float = -math.inf
     corr_lo: float = math.inf
@@ -93,7 +96,9 @@ class Chunk:
 
     def needed(self, lo: float, end: float, runs: list[list[int]], frames: bool) -> bool:
         """Whether events of the window [lo, end) (with the launches ``runs``) may lie in this piece."""
-        if self.meta or (frames and self.frames) or (self.t_lo < end and self.t_hi >= lo):
+        if self.meta or (self.t_lo < end and self.t_hi >= lo):
+            return True
+        if frames and self.frames and self.f_lo < end and self.f_hi >= lo:
             return True
         return any(first <= self.corr_hi and last >= self.corr_lo for first, last in runs)
 
@@ -144,17 +149,20 @@ def build_index(trace_path: str, chunk_bytes: int = PIECE_BYTES) -> StepIndex:
     chunks: list[Chunk] = []
     lo, hi = math.inf, -math.inf
     events = skipped = 0
-    stream = TraceStream(trace_path, chunk_bytes=chunk_bytes, skip_head=SKIP_FRAMES)
+    skipped_span: list[float] = []  # the times of the frames skipped in the batch about to be yielded
+    stream = TraceStream(trace_path, chunk_bytes=chunk_bytes, skip_head=SKIP_FRAMES,
+                         on_skipped=lambda piece: skipped_span.extend(frame_span(piece)))
     for batch in stream.batches():
         events += len(batch)
         chunk = Chunk(start=stream.batch_start)
         if chunks:
             chunks[-1].stop = chunk.start
-        if stream.skipped != skipped:  # frames skipped in this batch's bytes or in the previous one's
+        if stream.skipped != skipped:  # frames skipped in this batch's bytes
             chunk.frames = True
-            if chunks:
-                chunks[-1].frames = True
+            if skipped_span:
+                chunk.f_lo, chunk.f_hi = skipped_span
             skipped = stream.skipped
+        skipped_span.clear()
         chunks.append(chunk)
         for e in batch:
             ph = e.get("ph")
@@ -197,6 +205,26 @@ def build_index(trace_path: str, chunk_bytes: int = PIECE_BYTES) -> StepIndex:
     return StepIndex(size=0, mtime_ns=0, events=events, skipped=stream.skipped,
                      span=[lo, hi] if lo <= hi else [], steps=windows, metadata=stream.metadata,
                      chunks=[] if stream.compressed else chunks)
+
+
+_TIMED = re.compile(rb'"ts"\s*:\s*(-?[0-9][0-9.eE+-]*)\s*,\s*"dur"\s*:\s*([0-9][0-9.eE+-]*)')
+_TS = re.compile(rb'"ts"\s*:')
+
+
+def frame_span(piece: memoryview) -> tuple[float, float] | tuple[()]:
+    """The times the events in ``piece`` (raw JSON, skipped frames among them) cover: the earliest start and the
+    latest end, read by one regex over the bytes (kineto writes "ts" then "dur"). Empty when any event's time
+    is not written that way (or a name holds such text): the piece is then read for every frames window."""
+    data = bytes(piece)
+    pairs = _TIMED.findall(data)
+    if not pairs or len(pairs) != len(_TS.findall(data)):
+        return ()
+    try:
+        starts = [float(ts) for ts, _ in pairs]
+        ends = [t + float(d) for t, (_, d) in zip(starts, pairs, strict=True)]
+    except ValueError:
+        return ()
+    return min(starts), max(ends)
 
 
 def _windows(cpu_steps: dict[str, list[float]], gpu_steps: dict[str, list[float]], launch_ts: dict[int, float],

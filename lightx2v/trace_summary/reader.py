@@ -65,9 +65,15 @@ class TraceStream:
     """Iterate once over a trace file's events; ``metadata`` is complete after the iteration ends."""
 
     def __init__(self, path: str, chunk_bytes: int = CHUNK_BYTES, skip_head: bytes | None = None,
-                 on_read: Callable[[int], object] | None = None):
+                 on_read: Callable[[int], object] | None = None,
+                 on_skipped: Callable[[memoryview], object] | None = None):
         """``on_read(n)``: called as the file is consumed, with the bytes read from disk since the last call
         (compressed bytes for gzip), so a progress bar can count against the file's size.
+
+        ``on_skipped(piece)``: called before a batch that skipped events is yielded, with the bytes of that batch
+        (its events, decoded and skipped, as they lie in the file), for a caller that needs a figure of the
+        skipped ones (the Timeline's index: the times its Python frames cover). A batch that skipped events is
+        yielded even when it decoded none.
 
         ``skip_head``: a regex (bytes) for the start of events to drop undecoded, matched right after their '{'.
 
@@ -91,6 +97,7 @@ class TraceStream:
         self._raw: IO[bytes]  # the file on disk, under the gzip reader if any
         self._raw_pos = 0
         self._on_read = on_read
+        self._on_skipped = on_skipped
         self._buf = b""
         self._pos = 0
         self._base = 0  # absolute offset of _buf[0] in the decompressed stream
@@ -245,10 +252,13 @@ class TraceStream:
                         break
                 start = match.end() - 1  # the lookahead consumes nothing: the match ends just past '{'
                 skippable = match.lastindex is not None
+            if skipped and self._on_skipped is not None:
+                with view[batch_start - self._base:start] as piece:  # valid during the call only
+                    self._on_skipped(piece)
             view.release()
             self.skipped += skipped
             self._pos = start
-            if batch:
+            if batch or skipped:
                 self.batch_start = batch_start
                 yield batch
             if not exact and not self._eof:

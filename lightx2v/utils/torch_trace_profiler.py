@@ -1078,7 +1078,7 @@ class _ExportWatch:
         self._thread = threading.Thread(target=self._run, name="lightx2v-export-watch", daemon=True)
 
     def __enter__(self) -> "_ExportWatch":
-        self._started = time.monotonic()
+        self.started = self._started = time.monotonic()
         rss, self._hwm_before = _rss_bytes()
         self._peak = rss
         self._thread.start()
@@ -1146,7 +1146,9 @@ def _export_atomically(prof, path: str, use_gzip: bool) -> _ExportStats:
                 raise OSError(f"torch.profiler could not write the trace in {os.path.dirname(path) or '.'} "
                               "(disk full or not writable?)")
             if use_gzip:
-                watch.phase, watch.total = "gzip", os.path.getsize(exported)
+                watch.total = os.path.getsize(exported)
+                watch.phase = (f"torch.profiler wrote {_format_bytes(watch.total)} in "
+                               f"{time.monotonic() - watch.started:.0f} s; gzip")
                 name = os.path.basename(path)[:-3] if path.endswith(".gz") else os.path.basename(path)
                 with open(exported, "rb") as src, open(tmp, "wb") as raw, \
                         gzip.GzipFile(name, "wb", GZIP_LEVEL, raw) as dst:

@@ -103,3 +103,33 @@ def test_on_trace_ready_handler_reports_the_export_too(tmp_path, log_lines):
     torch_trace_profiler.make_on_trace_ready(cfg)(KinetoLike(b'{"traceEvents": []}'))
     assert gzip.decompress((tmp_path / "c.json.gz").read_bytes()) == b'{"traceEvents": []}'
     assert any(re.search(r"wrote .*c\.json\.gz \(\d+ B; exported in \d\.\d s, peak RSS ", line) for line in log_lines())
+
+
+def test_a_failing_gzip_pass_is_reported_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    """The compressor failing (a full disk under the gzip file) raises to the capture, which reports it; no file,
+    visible or hidden, and no watch thread is left."""
+    class FullDisk(OSError):
+        pass
+
+    def full(src, dst, length=0):
+        dst.write(src.read(1000))
+        raise FullDisk(28, "No space left on device")
+
+    monkeypatch.setattr(torch_trace_profiler.shutil, "copyfileobj", full)
+    out = tmp_path / "t.pt.trace.json.gz"
+    with pytest.raises(FullDisk):
+        torch_trace_profiler._export_atomically(KinetoLike(os.urandom(50_000)), str(out), True)
+    assert os.listdir(tmp_path) == []
+    import threading
+
+    assert not [t for t in threading.enumerate() if t.name == "lightx2v-export-watch"]
+
+
+def test_an_export_goes_on_without_a_watch_thread(tmp_path, monkeypatch):
+    def no_thread(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(torch_trace_profiler.threading.Thread, "start", no_thread)
+    out = tmp_path / "t.json"
+    stats = torch_trace_profiler._export_atomically(KinetoLike(b"{}"), str(out), False)
+    assert out.read_bytes() == b"{}" and stats.seconds >= 0 and stats.peak_rss

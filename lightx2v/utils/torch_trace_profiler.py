@@ -1081,12 +1081,16 @@ class _ExportWatch:
         self.started = self._started = time.monotonic()
         rss, self._hwm_before = _rss_bytes()
         self._peak = rss
-        self._thread.start()
+        try:
+            self._thread.start()
+        except RuntimeError:  # no thread to be had (a process at its limit): the export goes on, unwatched
+            pass
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._stop.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
         _, hwm = _rss_bytes()
         peak = self._peak
         if hwm is not None and (self._hwm_before is None or hwm > self._hwm_before or peak is None):

@@ -9,7 +9,7 @@ import pytest
 from lightx2v.assets import INSTALL_COMMAND, WEBCOMPONENTS, find
 
 from helpers.browser import chromium, external_requests
-from helpers.procs import trace_browser, wait_until
+from helpers.procs import http_get, trace_browser, wait_until
 from helpers.steps_trace import steps_trace
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -46,6 +46,8 @@ def drawn(driver, step: int | None, timeout: float = 60) -> dict:
                 for (const s of t.sliceGroup.slices) slices.push(s.title);
         return {slices: slices, name: document.getElementById('step-name').textContent,
                 prev: document.getElementById('prev-step').disabled,
+                download: document.getElementById('perfetto-download').href,
+                downloadShown: !document.getElementById('perfetto-download').hidden,
                 next: document.getElementById('next-step').disabled, url: location.search};""")
 
 
@@ -68,6 +70,12 @@ def test_previous_and_next_move_between_the_steps_windows(driver, port):
     assert "k_step2" in second["slices"]
     assert "k_late_from_step1" not in second["slices"]  # it runs in step 2's time, but step 1 launched it
     assert second["url"] == "?step=1"
+    # beside the buttons: the window drawn, as a .json file for Perfetto, on this server (no other host)
+    assert first["downloadShown"] and first["download"] == (
+        f"http://127.0.0.1:{port}/api/timeline/window/{TRACE}?step=0&download=1")
+    assert second["download"].endswith("?step=1&download=1")
+    status, headers, _ = http_get(second["download"])
+    assert status == 200 and 'filename="rank0_host.step1.json"' in headers["Content-Disposition"]
 
     click(driver, "next-step")
     third = drawn(driver, 2)

@@ -289,6 +289,28 @@ def test_the_window_routes_serve_the_index_and_the_filtered_events(browser):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("frames", [False, True])
+def test_a_steps_window_downloads_as_a_chrome_trace_file_for_perfetto(browser, frames):
+    """The Perfetto download is the window the Timeline draws, as a file: valid Chrome-trace JSON, same events."""
+    root, url = browser
+    doc = load(root / "run" / "rank0_host.pt.trace.json")
+    query = "step=1" + ("&frames=1" if frames else "")
+    route = url + "/api/timeline/window/run/rank0_host.pt.trace.json?" + query
+    status, headers, body = http_get(route + "&download=1")
+    assert status == 200 and headers["Content-Type"] == "application/json"
+    name = "rank0_host.step1" + (".frames" if frames else "") + ".json"
+    assert headers["Content-Disposition"] == f"attachment; filename=\"{name}\"; filename*=UTF-8''{name}"
+    trace = json.loads(body)
+    assert isinstance(trace["traceEvents"], list) and trace["traceEvents"]
+    assert trace["traceEvents"] == expected_step_events(doc, 1, frames=frames)
+    assert body == http_get(route)[2]  # the same bytes as the window the page draws
+    assert "Content-Disposition" not in http_get(route)[1]
+    status, headers, _ = http_get(url + f"/api/timeline/window/run/rank0_host.pt.trace.json?lo={T0}&end={T0 + 10}"
+                                  "&download=1")
+    assert status == 200 and f'filename="rank0_host.{T0}-{T0 + 10}us.json"' in headers["Content-Disposition"]
+
+
+@pytest.mark.slow
 def test_the_server_serves_a_rewritten_trace_anew(tmp_path):
     root = tmp_path / "save_results"
     trace = root / "run" / "rank0_host.pt.trace.json"

@@ -41,6 +41,7 @@ class Page:
     content_type: str = "text/html; charset=utf-8"
     status: int = 200
     cache: str = "no-cache"
+    download: str | None = None  # a file name: sent as an attachment of that name (Content-Disposition)
 
 
 def _quote(path: str) -> str:
@@ -118,7 +119,8 @@ def timeline_index(root: str, rel: str) -> Page:
 
 def timeline_window(root: str, rel: str, query: str) -> Page:
     """One window as a Chrome trace: `?step=K` (the index's K-th step) or `?lo=T&end=T` (the trace's own
-    microseconds), `&frames=1` with the Python frames."""
+    microseconds), `&frames=1` with the Python frames; `&download=1` sends it as a `.json` file to open in
+    Perfetto UI (a window of a trace past Perfetto's in-browser limit), named after the trace and the window."""
     real = _json_trace(root, rel)
     params = dict(urllib.parse.parse_qsl(query))
     frames = params.get("frames") == "1"
@@ -142,7 +144,11 @@ def timeline_window(root: str, rel: str, query: str) -> Page:
     except ValueError:  # the pieces the index names no longer decode: the file was replaced while being read
         return Page(b"the trace changed while being read; reload the page", "text/plain; charset=utf-8",
                     status=409)
-    return Page(body, JSON)
+    if params.get("download") != "1":
+        return Page(body, JSON)
+    stem = os.path.basename(real).removesuffix(".gz").removesuffix(".json").removesuffix(".pt.trace")
+    what = f"step{params['step']}" if "step" in params else f"{params['lo']}-{params['end']}us"
+    return Page(body, JSON, download=f"{stem}.{what}{'.frames' if frames else ''}.json")
 
 
 def _run_files(root: str, rel: str, view: str) -> RunFiles:

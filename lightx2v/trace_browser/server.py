@@ -150,7 +150,11 @@ class Handler(BaseHTTPRequestHandler):
                 shutil.copyfileobj(f, self.wfile)
 
     def _send_page(self, page: offline.Page, send_body: bool) -> None:
-        self._send_bytes(page.body, page.content_type, send_body, page.status, cache=page.cache)
+        extra = None
+        if page.download:
+            quoted = urllib.parse.quote(page.download)
+            extra = {"Content-Disposition": f"attachment; filename=\"{quoted}\"; filename*=UTF-8''{quoted}"}
+        self._send_bytes(page.body, page.content_type, send_body, page.status, extra, cache=page.cache)
 
     def _send_bytes(self, body: bytes, ctype: str, send_body: bool, status=HTTPStatus.OK, extra=None,
                     cache: str = "no-cache") -> None:

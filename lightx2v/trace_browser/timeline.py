@@ -5,7 +5,9 @@ page loads the Web Components V0 polyfill it needs from a CDN. Ours loads the po
 (`lightx2v.assets`) and never hands the viewer the file: the viewer holds one string of at most 512 MiB, and a
 with_stack capture is often more. The page asks this server for the trace's step index (`step_index`, built
 once per file) and then for one step's window (`window`) at a time, with previous / next buttons and Python
-frames as a layer the user turns on; `?step=K&frames=1` in the page's URL opens that step.
+frames as a layer the user turns on; `?step=K&frames=1` in the page's URL opens that step. Beside the buttons,
+a link downloads the same window as a `.json` file (`&download=1`) for Perfetto UI, whose in-browser limit a
+whole large trace is past.
 
 The page reports its progress in `window.lightx2vTimeline` (`state`: loading / drawn / failed, `model`, `error`,
 `ms`: phase times, `steps`: the index, `step`: the window shown, `loaded`: its URL) and in `<body data-state>`,
@@ -65,6 +67,9 @@ def render_timeline(name: str, index_url: str, window_url: str) -> str:
     body = ("<div id=steps><button id=prev-step type=button disabled>&#9664; previous</button> "
             "<span id=step-name>indexing …</span> "
             "<button id=next-step type=button disabled>next &#9654;</button> "
+            "<a id=perfetto-download download hidden title=\"This window as a Chrome-trace .json file: open it in "
+            "Perfetto UI (Open trace file), for a trace past Perfetto's in-browser limit\">&#8595; this step for "
+            "Perfetto (.json)</a> "
             "<label><input id=frames type=checkbox> Python frames</label> <span id=window-size class=meta></span>"
             "</div>\n<div id=progress>Loading the trace viewer …</div>\n"
             f"<script>\n{_SHOW_TRACE}</script>")
@@ -125,6 +130,9 @@ _SHOW_TRACE = """(function () {
 
   function showControls() {
     const steps = t.steps.steps, k = t.step;
+    const download = $('perfetto-download');
+    download.href = windowUrl(k) + '&download=1';  // the window drawn, as a file Perfetto opens
+    download.hidden = false;
     $('prev-step').disabled = !steps.length || k <= 0 || t.state === 'loading';
     $('next-step').disabled = !steps.length || k >= steps.length - 1 || t.state === 'loading';
     $('step-name').textContent = steps.length

@@ -617,6 +617,7 @@ class _Capture:
         self.run_dir: Optional[str] = None  # set by _plan_outputs (tensorboard format)
         self.log_dir: Optional[str] = None
         self.trace_paths: list[str] = []
+        self.export_stats: dict[str, _ExportStats] = {}  # by trace path: the export's time and peak RSS
         self.errors: list[str] = []
         self.target_failed = False
 
@@ -715,7 +716,7 @@ class _Capture:
             return
         for path in targets:
             try:
-                _export_atomically(prof, path, self.config.use_gzip)
+                self.export_stats[path] = _export_atomically(prof, path, self.config.use_gzip)
                 self.trace_paths.append(path)
             except Exception as exc:
                 self.errors.append(f"could not write {path}: {exc!r}")
@@ -764,7 +765,9 @@ class _Capture:
             _log(level, f"[Profile] {self.label}{self._rank_tag()}: {result.error}. The session is done; call "
                         "TorchTraceProfiler.reset_session() to capture again.")
         for path in result.trace_paths:
-            _log(logging.INFO, f"[Profile] {self.label}{self._rank_tag()}: wrote {path} ({_size(path)})")
+            stats = self.export_stats.get(path)
+            _log(logging.INFO, f"[Profile] {self.label}{self._rank_tag()}: wrote {path} ({_size(path)}"
+                               f"{'; ' + stats.describe() if stats else ''})")
             for line in _capture_summary_lines(path):
                 _log(logging.INFO, f"[Profile]   {line}")
         if result.trace_paths and self.rank == 0:
@@ -1009,20 +1012,154 @@ def _remove_if_there(*paths: str) -> None:
             pass
 
 
-def _export_atomically(prof, path: str, use_gzip: bool) -> None:
-    """Export to a hidden temporary name, compress if asked, then rename into place."""
-    with _replaced_atomically(path) as tmp:
+# The export of a large trace (issue "large traces"): kineto writes the plain JSON (holding the GIL the whole time,
+# so nothing in this process runs meanwhile, and only once per capture: "Trace is already saved"), then, with
+# use_gzip, it is compressed here at GZIP_LEVEL in GZIP_CHUNK pieces (zlib releases the GIL). torch's own path
+# (export_chrome_trace("x.json.gz"), tensorboard_trace_handler(use_gzip=True)) writes the plain JSON to /tmp and
+# recompresses it line by line at level 9: several times slower (benchmarks/bench_export.py measures both).
+# An export running past EXPORT_PROGRESS_SECONDS says how far it got every EXPORT_PROGRESS_EVERY seconds
+# ("gzip: 412.0 MB of 1.0 GB"); the log line of each written file gives the export's time and the process's peak
+# RSS during it.
+GZIP_LEVEL = 6  # zlib's default: within 5 % of level 9's size on traces, about 5x faster
+GZIP_CHUNK = 4 << 20  # bytes read and compressed at a time
+EXPORT_PROGRESS_SECONDS = 5.0  # an export taking longer than this reports progress on stderr (the logger) ...
+EXPORT_PROGRESS_EVERY = 5.0  # ... this often
+_RSS_SAMPLE_SECONDS = 0.1
+
+
+@dataclasses.dataclass
+class _ExportStats:
+    """What one export cost: seconds, the process's peak RSS during it (bytes; None where unknown)."""
+
+    seconds: float = 0.0
+    peak_rss: Optional[int] = None
+    progress_lines: int = 0
+
+    def describe(self) -> str:
+        rss = f", peak RSS {_format_bytes(self.peak_rss)} during export" if self.peak_rss else ""
+        return f"exported in {self.seconds:.1f} s{rss}"
+
+
+def _rss_bytes() -> tuple[Optional[int], Optional[int]]:
+    """This process's (resident set, high-water mark of it) in bytes, from /proc (Linux); elsewhere
+    (None, ru_maxrss)."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            fields = dict(line.split(b":", 1) for line in f if line.startswith((b"VmRSS:", b"VmHWM:")))
+        return int(fields[b"VmRSS"].split()[0]) * 1024, int(fields[b"VmHWM"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return None, peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB elsewhere
+    except (ImportError, OSError, ValueError):
+        return None, None
+
+
+class _ExportWatch:
+    """Around one export: the peak RSS of this process during it, and progress lines while it runs long.
+
+    A daemon thread samples the resident set every _RSS_SAMPLE_SECONDS. It runs only while the GIL is free: the
+    gzip pass, not kineto's write, which holds it (a progress line comes after it). The peak is the high-water mark
+    when the export raised it, else the largest sample. The export sets ``phase``, ``done`` and ``total`` (bytes)
+    for the progress lines.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.phase = "torch.profiler writing"
+        self.done = 0
+        self.total: Optional[int] = None
+        self.growing: Optional[str] = None  # a file being written whose size is ``done`` (kineto's temporary file)
+        self.stats = _ExportStats()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lightx2v-export-watch", daemon=True)
+
+    def __enter__(self) -> "_ExportWatch":
+        self.started = self._started = time.monotonic()
+        rss, self._hwm_before = _rss_bytes()
+        self._peak = rss
+        try:
+            self._thread.start()
+        except RuntimeError:  # no thread to be had (a process at its limit): the export goes on, unwatched
+            pass
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        _, hwm = _rss_bytes()
+        peak = self._peak
+        if hwm is not None and (self._hwm_before is None or hwm > self._hwm_before or peak is None):
+            peak = hwm if peak is None else max(peak, hwm)  # the export raised the high-water mark: exact
+        self.stats.peak_rss = peak
+        self.stats.seconds = time.monotonic() - self._started
+
+    def _run(self) -> None:
+        next_report = self._started + EXPORT_PROGRESS_SECONDS
+        while not self._stop.wait(min(_RSS_SAMPLE_SECONDS, EXPORT_PROGRESS_EVERY)):
+            rss, _ = _rss_bytes()
+            if rss is not None:
+                self._peak = rss if self._peak is None else max(self._peak, rss)
+            now = time.monotonic()
+            if now >= next_report and not self._stop.is_set():
+                self._report(now)
+                next_report = now + EXPORT_PROGRESS_EVERY
+
+    def _report(self, now: float) -> None:
+        if self.growing:
+            with contextlib.suppress(OSError):
+                self.done = os.path.getsize(self.growing)
+        done = _format_bytes(self.done)
+        if self.total:
+            done += f" of {_format_bytes(self.total)} ({100 * self.done / self.total:.0f} %)"
+        rss = f", RSS {_format_bytes(self._peak)}" if self._peak else ""
+        self.stats.progress_lines += 1
+        _log(logging.INFO, f"[Profile] exporting {self.path}: {self.phase}: {done}, {now - self._started:.0f} s"
+                           f"{rss}")
+
+
+class _Counted:
+    """A writable that counts the bytes through it into an _ExportWatch."""
+
+    def __init__(self, dst: Any, watch: _ExportWatch) -> None:
+        self.dst, self.watch = dst, watch
+
+    def write(self, data: bytes) -> int:
+        written = self.dst.write(data)
+        self.watch.done += len(data)
+        return written
+
+    def flush(self) -> None:
+        self.dst.flush()
+
+
+def _export_atomically(prof, path: str, use_gzip: bool) -> _ExportStats:
+    """Export to a hidden temporary name, compress if asked, then rename into place; what it cost."""
+    watch = _ExportWatch(path)
+    with watch, _replaced_atomically(path) as tmp:
         exported = tmp + ".plain" if use_gzip else tmp
+        watch.growing = exported + ".tmp"
         try:
             prof.export_chrome_trace(exported)
+            watch.growing = None
             if not os.path.isfile(exported):  # kineto logs its own write errors and returns normally
                 raise OSError(f"torch.profiler could not write the trace in {os.path.dirname(path) or '.'} "
                               "(disk full or not writable?)")
             if use_gzip:
-                with open(exported, "rb") as src, gzip.open(tmp, "wb", compresslevel=6) as dst:
-                    shutil.copyfileobj(src, dst, 1 << 20)
+                watch.total = os.path.getsize(exported)
+                watch.phase = (f"torch.profiler wrote {_format_bytes(watch.total)} in "
+                               f"{time.monotonic() - watch.started:.0f} s; gzip")
+                name = os.path.basename(path)[:-3] if path.endswith(".gz") else os.path.basename(path)
+                with open(exported, "rb") as src, open(tmp, "wb") as raw, \
+                        gzip.GzipFile(name, "wb", GZIP_LEVEL, raw) as dst:
+                    shutil.copyfileobj(src, _Counted(dst, watch), GZIP_CHUNK)
         finally:  # kineto writes <path>.tmp, then renames
             _remove_if_there(exported + ".tmp", *([exported] if use_gzip else []))
+    return watch.stats
 
 
 def _slug(text: str, limit: int) -> str:
@@ -1035,6 +1172,10 @@ def _size(path: str) -> str:
         size = os.path.getsize(path)
     except OSError:
         return "size unknown"
+    return _format_bytes(size)
+
+
+def _format_bytes(size: int) -> str:
     # The stack's byte rule (lightx2v.trace_summary.render.format_bytes, checked equal by a test), kept here
     # because this file stands alone: decimal units, one decimal, so the log says what the trace list says.
     value = float(size)
@@ -1246,10 +1387,11 @@ def make_on_trace_ready(cfg: TorchTraceProfileConfig) -> Callable[[Any], None]:
             width = len(str(max(world_size - 1, 0)))
             worker = f"rank{rank:0{width}d}_{_slug(socket.gethostname(), 40) or 'host'}"
             path = os.path.join(run_dir, worker + ".pt.trace.json" + (".gz" if cfg.use_gzip else ""))
-        _export_atomically(prof, path, cfg.use_gzip)
+        stats = _export_atomically(prof, path, cfg.use_gzip)
         if cfg.profile_format == "chrome":
             object.__setattr__(cfg, "exported_chrome_path", path)  # the original's field; compare=False
-        _log(logging.INFO, f"[Profile] step={getattr(prof, 'step_num', '?')} wrote {path} ({_size(path)})")
+        _log(logging.INFO, f"[Profile] step={getattr(prof, 'step_num', '?')} wrote {path} ({_size(path)}; "
+                           f"{stats.describe()})")
 
     return handler
 

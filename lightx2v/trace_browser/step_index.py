@@ -207,17 +207,17 @@ def build_index(trace_path: str, chunk_bytes: int = PIECE_BYTES) -> StepIndex:
                      chunks=[] if stream.compressed else chunks)
 
 
-_TIMED = re.compile(rb'"ts"\s*:\s*(-?[0-9][0-9.eE+-]*)\s*,\s*"dur"\s*:\s*([0-9][0-9.eE+-]*)')
-_TS = re.compile(rb'"ts"\s*:')
+_NUMBER = rb"(-?[0-9][0-9.eE+-]*)"
+_FRAME_TIMES = re.compile(rb'"python_function"[^{}]*?"ts"\s*:\s*' + _NUMBER + rb'\s*,\s*"dur"\s*:\s*' + _NUMBER)
 
 
 def frame_span(piece: memoryview) -> tuple[float, float] | tuple[()]:
-    """The times the events in ``piece`` (raw JSON, skipped frames among them) cover: the earliest start and the
-    latest end, read by one regex over the bytes (kineto writes "ts" then "dur"). Empty when any event's time
-    is not written that way (or a name holds such text): the piece is then read for every frames window."""
+    """The times the Python frames in ``piece`` (raw JSON) cover: the earliest start and the latest end, read by
+    one regex over the bytes (kineto writes a frame's "cat" before its "ts", then "dur"). Empty when some frame's
+    times are not written that way (or its name holds a brace): the piece is then read for every frames window."""
     data = bytes(piece)
-    pairs = _TIMED.findall(data)
-    if not pairs or len(pairs) != len(_TS.findall(data)):
+    pairs = _FRAME_TIMES.findall(data)
+    if not pairs or len(pairs) != data.count(b'"python_function"'):
         return ()
     try:
         starts = [float(ts) for ts, _ in pairs]

@@ -43,7 +43,9 @@ def steps_trace(path: Path, steps: int = 3) -> str:
     k.op("aten::after", last + 500, [("memset", "k_after_steps", 5.0)])
     ev.append({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": HOST_TID, "s": "t",
                "ts": T0 + 1500, "args": {"Bytes": 4096}})
-    for e in list(ev):  # kineto's flow arrows: launch call -> GPU event, by correlation id
+    with_flows = []
+    for e in ev:  # kineto's flow arrows: launch call -> GPU event, by correlation id, each after its event, so
+        with_flows.append(e)  # pieces of Python frames hold flows too (events with a "ts" and no "dur")
         corr = (e.get("args") or {}).get("correlation")
         if corr is None or corr >= ORPHAN_CORRELATION:
             continue
@@ -51,7 +53,8 @@ def steps_trace(path: Path, steps: int = 3) -> str:
                 "ts": e["ts"], "cat": "ac2g", "name": "ac2g"}
         if flow["ph"] == "f":
             flow["bp"] = "e"
-        ev.append(flow)
+        with_flows.append(flow)
+    ev[:] = with_flows
     # Python frames written at the end of the file, each among events of no step, so a window finds them by its
     # piece's flag, not by time: one followed by more events, one by the file's last event only.
     for n, at in ((1, T0 + 300), (2, T0 + STEP_US + 300)):

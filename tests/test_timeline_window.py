@@ -17,7 +17,7 @@ import shutil
 
 import pytest
 
-from lightx2v.trace_browser.step_index import PIECE_BYTES, step_index
+from lightx2v.trace_browser.step_index import INDEX_SUFFIX, KEEP_INDEXES, PIECE_BYTES, prune, step_index
 from lightx2v.trace_browser.window import range_window, step_window
 
 from conftest import H200_TRACE
@@ -259,6 +259,24 @@ def test_the_index_is_cached_apart_from_the_trace_and_rebuilt_when_size_or_mtime
     os.utime(trace, ns=(st.st_atime_ns, st.st_mtime_ns))  # the old mtime: only the size tells
     assert trace.stat().st_size != st.st_size and trace.stat().st_mtime_ns == st.st_mtime_ns
     assert step_index(str(trace), str(cache)).steps[0].name == "ProfilerStep#19"
+
+
+def test_the_cache_keeps_the_most_recently_used_indexes_and_drops_the_rest(tmp_path):
+    traces = [steps_trace(tmp_path / f"run{i}" / "rank0_host.pt.trace.json") for i in range(4)]
+    cache = tmp_path / "cache"
+    index_of = []
+    for i, trace in enumerate(traces[:3]):
+        before = set(os.listdir(cache)) if cache.exists() else set()
+        step_index(trace, str(cache))
+        (name,) = set(os.listdir(cache)) - before
+        os.utime(cache / name, ns=(10**9 * (100 + i),) * 2)  # last used one second apart: trace 0, then 1, then 2
+        index_of.append(name)
+    step_index(traces[0], str(cache))  # read back: now trace 0's is the most recently used
+    (cache / "notes.txt").write_text("not an index")
+    prune(str(cache), keep=2)
+    assert set(os.listdir(cache)) == {index_of[0], index_of[2], "notes.txt"}  # trace 1's, the oldest, removed
+    step_index(traces[3], str(cache))  # a new index written: the folder is pruned to the default bound again
+    assert len([f for f in os.listdir(cache) if f.endswith(INDEX_SUFFIX)]) == 3 <= KEEP_INDEXES
 
 
 @pytest.fixture(scope="module")

@@ -36,6 +36,8 @@ from lightx2v.trace_summary.collect import FRAME_CAT, KERNEL_CATS, MEM_CATS, RUN
 from lightx2v.trace_summary.reader import TraceStream
 
 VERSION = 3  # of the index file's layout: an index of another version is built again
+INDEX_SUFFIX = ".steps.json"
+KEEP_INDEXES = 256  # per cache folder, the most recently used: a few MB at most, whatever the traces' sizes
 PIECE_BYTES = 4 << 20  # the reader's chunk here: the pieces a window reads back (fewer notes than 1 MB ones)
 GPU_CATS = KERNEL_CATS | frozenset(MEM_CATS)
 STEP_CATS = frozenset({"user_annotation"})
@@ -110,6 +112,10 @@ def step_index(trace_path: str, cache_dir: str | None, chunk_bytes: int = PIECE_
     if cache is not None:
         found = _read(cache)
         if found is not None and (found.size, found.mtime_ns) == (st.st_size, st.st_mtime_ns):
+            try:
+                os.utime(cache)  # its mtime says when it was last used: the pruning keeps the recent ones
+            except OSError:
+                pass
             return found
     index = build_index(trace_path, chunk_bytes)
     index.size, index.mtime_ns = st.st_size, st.st_mtime_ns
@@ -117,14 +123,34 @@ def step_index(trace_path: str, cache_dir: str | None, chunk_bytes: int = PIECE_
         try:
             os.makedirs(os.path.dirname(cache), exist_ok=True)
             write_atomically(cache, json.dumps(asdict(index)))
+            prune(os.path.dirname(cache))
         except OSError:  # a read-only results root: the caller keeps it in memory
             pass
     return index
 
 
+def prune(cache_dir: str, keep: int = KEEP_INDEXES) -> None:
+    """Remove all but the ``keep`` most recently used indexes of ``cache_dir`` (traces deleted, renamed or
+    rewritten leave theirs behind; nothing else would ever remove them)."""
+    found = []
+    with os.scandir(cache_dir) as entries:
+        for entry in entries:
+            if entry.name.endswith(INDEX_SUFFIX) and entry.is_file():
+                try:
+                    found.append((entry.stat().st_mtime_ns, entry.path))
+                except OSError:
+                    continue
+    found.sort(reverse=True)
+    for _, path in found[keep:]:
+        try:
+            os.unlink(path)
+        except OSError:  # removed meanwhile by another server on the same root
+            pass
+
+
 def _cache_file(trace_path: str, cache_dir: str) -> str:
     key = hashlib.sha256(os.path.realpath(trace_path).encode("utf-8", "surrogateescape")).hexdigest()[:32]
-    return os.path.join(cache_dir, key + ".steps.json")
+    return os.path.join(cache_dir, key + INDEX_SUFFIX)
 
 
 def _read(path: str) -> StepIndex | None:

@@ -35,7 +35,7 @@ from lightx2v.fileio import write_atomically
 from lightx2v.trace_summary.collect import FRAME_CAT, KERNEL_CATS, MEM_CATS, RUNTIME_CATS, STEP_PREFIX
 from lightx2v.trace_summary.reader import TraceStream
 
-VERSION = 3  # of the index file's layout: an index of another version is built again
+VERSION = 4  # of the index file's layout: an index of another version is built again
 INDEX_SUFFIX = ".steps.json"
 KEEP_INDEXES = 256  # per cache folder, the most recently used: a few MB at most, whatever the traces' sizes
 PIECE_BYTES = 4 << 20  # the reader's chunk here: the pieces a window reads back (fewer notes than 1 MB ones)
@@ -71,13 +71,15 @@ class StepIndex:
     span: list[float]  # [first ts, last end] over the decoded timed events; [] when none
     steps: list[StepWindow]
     metadata: dict[str, Any] = field(default_factory=dict)  # every top-level key but traceEvents
-    chunks: list[Chunk] = field(default_factory=list)  # a plain file's events, piece by piece; [] for gzip
+    chunks: list[Chunk] = field(default_factory=list)  # the events, piece by piece
+    compressed: bool = False  # gzip: the pieces' offsets are in the decompressed stream (``gzip_seek``)
     version: int = VERSION
 
 
 @dataclass
 class Chunk:
-    """One piece of a plain trace's event array, as bytes [start, stop) of the file, with what a window needs to
+    """One piece of a trace's event array, as bytes [start, stop) of the file (of the decompressed stream for a
+    gzip file), with what a window needs to
     know to pass it by unread: whether it holds metadata events or Python frames, the time its decoded events
     cover and the correlation ids its GPU events and flow arrows carry."""
 
@@ -230,7 +232,7 @@ def build_index(trace_path: str, chunk_bytes: int = PIECE_BYTES) -> StepIndex:
     windows = _windows(cpu_steps, gpu_steps, launch_ts, gpu)
     return StepIndex(size=0, mtime_ns=0, events=events, skipped=stream.skipped,
                      span=[lo, hi] if lo <= hi else [], steps=windows, metadata=stream.metadata,
-                     chunks=[] if stream.compressed else chunks)
+                     chunks=chunks, compressed=stream.compressed)
 
 
 _NUMBER = rb"(-?[0-9][0-9.eE+-]*)"

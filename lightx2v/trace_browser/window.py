@@ -15,9 +15,10 @@ before ``end`` and starts at or ends after ``lo``):
   the step's window [lo, end) (``step_index``);
 - a time range: every event by time.
 
-A plain file's window reads only the pieces of the file the index says may hold its events (``Chunk``: a
-seek and one read each, typically a few MB per step); a gzip file's is one streaming pass (``TraceStream``;
-frames skipped undecoded when not asked for), as gzip cannot be entered in the middle.
+A window reads only the pieces of the file the index says may hold its events (``Chunk``: a seek and one read
+each, typically a few MB per step); in a gzip file, from the nearest of the decompression points the server made
+in one pass at its first window of that trace (``gzip_seek``). Without an index, one streaming pass
+(``TraceStream``; frames skipped undecoded when not asked for).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 
 from lightx2v.trace_summary.reader import TraceStream
 
+from . import gzip_seek
 from .step_index import FLOW_PHASES, GPU_CATS, SKIP_FRAMES, Chunk, StepIndex
 
 FRAME_CAT = "python_function"
@@ -60,7 +62,7 @@ def _window(trace_path: str, keep: Callable[[dict[str, Any]], bool], frames: boo
     events = []
     if index is not None and index.chunks:
         metadata = index.metadata
-        pieces = _pieces(trace_path, [c for c in index.chunks if needed(c)])
+        pieces = _pieces(trace_path, [c for c in index.chunks if needed(c)], index.compressed)
     else:
         stream = TraceStream(trace_path, skip_head=None if frames else SKIP_FRAMES)
         metadata = stream.metadata  # complete once the stream is read, before it is used below
@@ -76,18 +78,35 @@ def _window(trace_path: str, keep: Callable[[dict[str, Any]], bool], frames: boo
     return _dumps({**metadata, "traceEvents": events})
 
 
-def _pieces(trace_path: str, chunks: list[Chunk]) -> Iterator[list[dict[str, Any]]]:
-    """The events of these pieces of a plain trace, read where they lie (a seek each, nothing else read)."""
+def _pieces(trace_path: str, chunks: list[Chunk], compressed: bool) -> Iterator[list[dict[str, Any]]]:
+    """The events of these pieces, read where they lie: a seek each in a plain file; in a gzip file, from the
+    nearest decompression point before each run of adjacent pieces (``gzip_seek``)."""
+    runs: list[list[int]] = []  # [start, stop) of adjacent pieces, read at once
+    for c in chunks:
+        if runs and runs[-1][1] == c.start:
+            runs[-1][1] = c.stop
+        else:
+            runs.append([c.start, c.stop])
+    if compressed:
+        points = gzip_seek.cached(trace_path)
+        parts: Iterator[bytes] = (points.read(start, stop) for start, stop in runs)
+    else:
+        parts = _plain_parts(trace_path, runs)
+    for data in parts:
+        data = data.rstrip(b" \t\r\n")
+        if data.endswith(b","):
+            data = data[:-1]
+        try:
+            yield _loads(b"[" + data + b"]")
+        except ValueError:  # NaN or a huge integer (orjson refuses them; the reader decodes them exactly)
+            yield json.loads(b"[" + data + b"]")
+
+
+def _plain_parts(trace_path: str, runs: list[list[int]]) -> Iterator[bytes]:
     with open(trace_path, "rb") as f:
-        for c in chunks:
-            f.seek(c.start)
-            data = f.read(c.stop - c.start).rstrip(b" \t\r\n")
-            if data.endswith(b","):
-                data = data[:-1]
-            try:
-                yield _loads(b"[" + data + b"]")
-            except ValueError:  # NaN or a huge integer (orjson refuses them; the reader decodes them exactly)
-                yield json.loads(b"[" + data + b"]")
+        for start, stop in runs:
+            f.seek(start)
+            yield f.read(stop - start)
 
 
 def range_window(trace_path: str, lo: float, end: float, frames: bool = False,

@@ -1,0 +1,98 @@
+"""Reading ranges of a gzip trace from decompression points (`lightx2v.trace_browser.gzip_seek`): every range
+equals the same slice of the decompressed bytes, across points and gzip members; a cut-off file is a clear
+error; the Timeline's windows of a gzip trace read a part of the file once the points exist."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+
+import pytest
+
+from lightx2v.trace_browser import gzip_seek
+from lightx2v.trace_browser.gzip_seek import GzipCheckpoints
+from lightx2v.trace_browser.step_index import step_index
+from lightx2v.trace_browser.window import step_window
+from lightx2v.trace_summary.errors import TraceError
+
+from helpers.steps_trace import steps_trace
+
+
+def text(n_events: int, seed: int = 3) -> bytes:
+    rng = random.Random(seed)
+    return json.dumps([{"name": f"op{rng.randrange(10**6)}", "ts": rng.random() * 1e6, "dur": rng.random()}
+                       for _ in range(n_events)]).encode()
+
+
+@pytest.fixture
+def member_pair(tmp_path):
+    """Two gzip members one after the other (``cat a.gz b.gz``) and the bytes they decompress to."""
+    first, second = text(20_000, 1), text(20_000, 2)
+    path = tmp_path / "two.json.gz"
+    path.write_bytes(gzip.compress(first) + gzip.compress(second))
+    return str(path), first + second
+
+
+def test_every_range_equals_the_slice_of_the_decompressed_bytes(member_pair):
+    path, plain = member_pair
+    points = GzipCheckpoints.build(path, spacing=64 << 10)
+    assert len(points.points) > 10 and points.size == len(plain)
+    rng = random.Random(5)
+    cuts = [(0, 10), (0, len(plain)), (len(plain) - 5, len(plain) + 100), (len(plain) // 2 - 7, len(plain) // 2 + 7)]
+    cuts += [(p.out, p.out + 1) for p in points.points] + [(p.out - 1, p.out + 1) for p in points.points[1:]]
+    for _ in range(200):
+        a = rng.randrange(len(plain))
+        cuts.append((a, a + rng.randrange(300_000)))
+    for start, stop in cuts:
+        assert points.read(start, stop) == plain[start:stop], (start, stop)
+
+
+def test_a_read_resumes_from_the_nearest_point_not_the_start(member_pair, monkeypatch):
+    path, plain = member_pair
+    points = GzipCheckpoints.build(path, spacing=64 << 10)
+    fed = []
+    real = gzip_seek._inflate
+    monkeypatch.setattr(gzip_seek, "_inflate", lambda inflater, block: (fed.append(len(block)), real(inflater, block))[1])
+    start = len(plain) * 3 // 4
+    assert points.read(start, start + 1000) == plain[start:start + 1000]
+    assert 0 < sum(fed) <= 2 * points.block  # from the point before ``start``, not from the file's start
+    assert 2 * points.block < os.path.getsize(path) / 4
+
+
+def test_a_cut_off_or_corrupt_gzip_file_is_a_clear_error(tmp_path):
+    data = gzip.compress(text(5000))
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(TraceError, match="truncated gzip stream"):
+        GzipCheckpoints.build(str(cut))
+    bad = tmp_path / "bad.json.gz"
+    bad.write_bytes(data[:20] + bytes(200) + data[220:])
+    with pytest.raises(TraceError, match="corrupt gzip data"):
+        GzipCheckpoints.build(str(bad))
+
+
+def bytes_read() -> int:
+    with open("/proc/self/io") as f:
+        return int(next(line for line in f if line.startswith("rchar:")).split()[1])
+
+
+def test_a_gzip_traces_step_windows_read_a_part_of_the_file_once_the_points_exist(tmp_path, monkeypatch):
+    plain = steps_trace(tmp_path / "plain" / "rank0_host.pt.trace.json", steps=400)
+    path = tmp_path / "rank0_host.pt.trace.json.gz"
+    with open(plain, "rb") as src:
+        path.write_bytes(gzip.compress(src.read(), compresslevel=1))  # level 1: bigger, so reads are measurable
+    monkeypatch.setattr(gzip_seek, "SPACING", 16 << 10)
+    gzip_seek._cache.clear()
+    index = step_index(str(path), None, 4096)
+    plain_index = step_index(plain, None, 4096)
+    assert index.compressed and [c.start for c in index.chunks] == [c.start for c in plain_index.chunks]
+    assert step_window(str(path), index, 0) == step_window(plain, plain_index, 0)  # makes the points
+    size = os.path.getsize(path)
+    for k in (200, 399):
+        before = bytes_read()
+        window = step_window(str(path), index, k, frames=True)
+        read = bytes_read() - before
+        assert window == step_window(plain, plain_index, k, frames=True)
+        assert read < size / 4, f"read {read} of {size} bytes for one step of 400"

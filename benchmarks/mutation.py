@@ -56,7 +56,7 @@ FAST_TESTS: dict[str, list[str]] = {
                                          "not json_and_the_capture_summary"],
     "lightx2v/trace_summary/snapshot.py": ["tests/test_memory_rules.py", "tests/test_memory_snapshot_reader.py",
                                            "-k", "not finds_each_ranks_snapshot"],
-    "lightx2v/trace_browser/compare.py": ["tests/test_compare_rules.py"],
+    "lightx2v/trace_browser/compare.py": ["tests/test_compare_rules.py", "tests/test_compare_page.py"],
     "lightx2v/trace_summary/intervals.py": ["tests/test_intervals_rules.py"],
     # the step pass runs under every summary test: its own few, so a looping mutant times out in seconds, not minutes
     "lightx2v/trace_summary/steps.py": ["tests/test_steps_rules.py", "tests/test_trace_summary_launch_steps.py",
@@ -99,6 +99,11 @@ _EARLIER_START = ("clip starting at an earlier interval: those end before the wi
                   "(only slower)")
 _PLANNED = "an arm past WAITING has had its plan (plan_job sets decided), so the wait returns at once"
 _CHANGES = "the watcher only compares the job-arm change count with its last value: -1 or +2 is a change as +1 is"
+_TAG_CASE = "HTML tag and attribute names are case-insensitive: </SECTION>, <BR>, <H3>, SELECTED are the same"
+_NONZERO = "inside `if delta` (or after `not delta` returned): the delta is never 0, so >= 0 and > 0 agree"
+_SEVEN_ROWS = "the figures table always has its seven rows: the sentence for an empty one is never shown"
+_MATCHED = ("_run_order sorts only folders whose name run_label matched (previous_runs groups by label): its "
+            "no-match branch never runs")
 EQUIVALENT: dict[str, str] = {
     "lightx2v.hostcheck.x_host_name__mutmut_16": _LOWERED,
     "lightx2v.hostcheck.x_build__mutmut_5": "the hostname is lower-cased before the strip: " + _LOWERED,
@@ -180,6 +185,33 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_summary.render_diff.x_render_diff__mutmut_89": _STRICT,
     "lightx2v.trace_summary.snapshot.x__live_at__mutmut_3": "the action after ``index`` is undone last: an alloc "
                                                             "there is popped, whatever frames it recorded",
+    # trace_browser/compare.py
+    "lightx2v.trace_browser.compare.x__run_order__mutmut_5": _MATCHED,
+    "lightx2v.trace_browser.compare.x__run_order__mutmut_15": _MATCHED,
+    "lightx2v.trace_browser.compare.x__run_order__mutmut_16": _MATCHED,
+    "lightx2v.trace_browser.compare.x_previous_runs__mutmut_5": "run_label('') is None: the root has no label "
+                                                                "either way",
+    "lightx2v.trace_browser.compare.x_previous_runs__mutmut_18": _STRICT,
+    "lightx2v.trace_browser.compare.x_previous_runs__mutmut_21": _STRICT,
+    "lightx2v.trace_browser.compare.x_previous_runs__mutmut_25": _STRICT,
+    "lightx2v.trace_browser.compare.x__change_class__mutmut_9": _NONZERO,
+    "lightx2v.trace_browser.compare.x_delta_bar__mutmut_22": _NONZERO,
+    "lightx2v.trace_browser.compare.x_delta_bar__mutmut_28": _NONZERO,
+    "lightx2v.trace_browser.compare.x_render_compare__mutmut_41": "a side has at least as many ranks as there are "
+                                                                  "pairs: two pairs make a side's ranks > 1 anyway",
+    "lightx2v.trace_browser.compare.x__ranks_section__mutmut_84": _TAG_CASE,
+    "lightx2v.trace_browser.compare.x__rank_pair__mutmut_3": _TAG_CASE,
+    "lightx2v.trace_browser.compare.x__rank_pair__mutmut_72": _TAG_CASE,
+    "lightx2v.trace_browser.compare.x__pair_bars__mutmut_17": _TAG_CASE,
+    "lightx2v.trace_browser.compare.x_render_chooser__mutmut_23": _TAG_CASE,
+    "lightx2v.trace_browser.compare.x_render_chooser__mutmut_47": _TAG_CASE,
+    "lightx2v.trace_browser.compare.x_render_chooser__mutmut_25": "an unknown attribute (xxxx) on an unselected "
+                                                                  "option: nothing shown or submitted changes",
+    "lightx2v.trace_browser.compare.x_render_chooser__mutmut_2": "with BASE given and NEW not, no NEW option is "
+                                                                 "selected either way (no side's path is 'XXXX')",
+    "lightx2v.trace_browser.compare.x__figures__mutmut_54": _SEVEN_ROWS,
+    "lightx2v.trace_browser.compare.x__figures__mutmut_58": _SEVEN_ROWS,
+    "lightx2v.trace_browser.compare.x__figures__mutmut_71": _SEVEN_ROWS,
 }
 
 # the project's addopts (--durations, -ra) only add noise to thousands of runs; pytest-randomly, if installed, off

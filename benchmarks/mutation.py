@@ -52,8 +52,11 @@ FAST_TESTS: dict[str, list[str]] = {
                                         "not doubled_matmul and not smaller_than_the_noise"],
     "lightx2v/trace_summary/diff.py": _DIFF,
     "lightx2v/trace_summary/render_diff.py": _DIFF,
-    "lightx2v/trace_summary/memory.py": ["tests/test_memory_rules.py", "tests/test_trace_summary_memory.py", "-k",
-                                         "not json_and_the_capture_summary"],
+    # not the tests on real torch captures (a capture per run: seconds a mutant); memory_events has the rules
+    "lightx2v/trace_summary/memory.py": ["tests/test_memory_events.py", "tests/test_memory_rules.py",
+                                         "tests/test_trace_summary_memory.py", "-k",
+                                         "not json_and_the_capture_summary and not known_allocations and not "
+                                         "a_leak_is_flagged and not without_memory_events"],
     "lightx2v/trace_summary/snapshot.py": ["tests/test_memory_rules.py", "tests/test_memory_snapshot_reader.py",
                                            "-k", "not finds_each_ranks_snapshot"],
     "lightx2v/trace_browser/compare.py": ["tests/test_compare_rules.py", "tests/test_compare_page.py"],

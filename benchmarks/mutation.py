@@ -61,6 +61,9 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/snapshot.py": ["tests/test_memory_rules.py", "tests/test_memory_snapshot_reader.py",
                                            "-k", "not finds_each_ranks_snapshot"],
     "lightx2v/trace_browser/compare.py": ["tests/test_compare_rules.py", "tests/test_compare_page.py"],
+    # the index and windows against a filter of the whole file written from the rule (not the server tests: slow)
+    "lightx2v/trace_browser/step_index.py": ["tests/test_timeline_window.py"],
+    "lightx2v/trace_browser/window.py": ["tests/test_timeline_window.py"],
     "lightx2v/trace_summary/intervals.py": ["tests/test_intervals_rules.py"],
     # the step pass runs under every summary test: its own few, so a looping mutant times out in seconds, not minutes
     "lightx2v/trace_summary/steps.py": ["tests/test_steps_rules.py", "tests/test_trace_summary_launch_steps.py",
@@ -193,6 +196,9 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_summary.render_diff.x_render_diff__mutmut_89": _STRICT,
     "lightx2v.trace_summary.snapshot.x__live_at__mutmut_3": "the action after ``index`` is undone last: an alloc "
                                                             "there is popped, whatever frames it recorded",
+    # trace_summary/memory.py
+    "lightx2v.trace_summary.memory.x_memory_problem__mutmut_49": "Total Reserved is the last key looked at: break "
+                                                                 "ends the loop as continue does",
     # trace_summary/kernels.py, attribution.py, launch.py
     "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_11": _STRICT,
     "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_14": _STRICT,

@@ -83,7 +83,8 @@ GPU_PAIR = dict(
     memory=[MemoryChange("memcpy", D(0.0, 1.0, 1.0), D(0.0, 20.0, 20.0), NO),
             MemoryChange("memset", D(2.0, 2.0, 0.0, 0.0), D(10.0, 5.0, -5.0, -50.0), NO)],
     ops=[op("aten::mm", "attn", KERNELS_CHANGED, D(1.0, 1.0, 0.0, 0.0), D(250.0, 430.0, 180.0, 72.0),
-            removed=["old_gemm"], added=["big_gemm", "splitk"], launchers=(["aten::mm"], ["aten::bmm", "aten::addmm"])),
+            removed=["old_gemm", "old_fill"], added=["big_gemm", "splitk"],
+            launchers=(["aten::mm"], ["aten::bmm", "aten::addmm"])),
          op("", "", ADDED, D(0.0, 1.0, 1.0), D(0.0, 20.0, 20.0), launchers=([], ["aten::copy_"])),
          op("aten::gelu", "", SAME, D(1.0, 1.0, 0.0, 0.0), D(40.0, 40.0, 0.0, 0.0),
             launchers=(["aten::gelu"], ["aten::gelu"]))],
@@ -596,14 +597,14 @@ def test_the_ops_table_names_each_op_with_its_label_and_the_kernels_it_changed(o
                              "kernels changed"]
     rows = body_rows(table)
     assert [[t for i, t in enumerate(texts(r)) if i not in (0, 6)] for r in rows] == [
-        ["kernels changed", "1", "1", "0.250", "0.430", "+0.180", "+72.0%", "− old_gemm+ big_gemm+ splitk"],
+        ["kernels changed", "1", "1", "0.250", "0.430", "+0.180", "+72.0%", "− old_gemm− old_fill+ big_gemm+ splitk"],
         ["added", "0", "1", "0.000", "0.020", "+0.020", "–", ""],
         ["same", "1", "1", "0.040", "0.040", "0.000", "+0.0%", ""]]
     names = [cells(r)[0] for r in rows]
     assert [n.own_text() for n in names] == ["attn / aten::mm", "(no launching op)", "aten::gelu"]
     kernels = cells(rows[0])[-1]
     assert [(d.attrs["class"], d.text()) for d in kernels.find_all("div")] == [
-        ("removed", "− old_gemm"), ("added", "+ big_gemm"), ("added", "+ splitk")]
+        ("removed", "− old_gemm"), ("removed", "− old_fill"), ("added", "+ big_gemm"), ("added", "+ splitk")]
     assert [classes(r)[7:9] for r in rows] == [[{"num", "slower"}] * 2, [{"num", "slower"}] * 2, [{"num"}] * 2]
 
 

@@ -7,6 +7,8 @@ real captures."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from lightx2v.trace_summary import memory
@@ -118,6 +120,21 @@ def test_the_first_bad_field_is_reported_in_the_order_bytes_total_addr_device():
     e.feed(good(args={"Addr": "x", "Device Type": "x"}))
     e.feed(good(args={"Total Reserved": "x", "Device Type": None}))
     assert [r[0] for r in e.rejected] == ["args.Total Allocated", "args.Addr", "args.Device Type"]
+
+
+@pytest.mark.parametrize("ev", [
+    good(ts=sys.float_info.max, args={"Bytes": "8"}), good(ts=-sys.float_info.max, args={"Bytes": "8"})])
+def test_the_largest_finite_timestamps_are_not_the_reason_an_event_is_left_out(ev):
+    e = Events()
+    e.feed(ev)
+    assert e.rejected == [("args.Bytes", "not an integer", True, "[memory]")]
+
+
+@pytest.mark.parametrize("args", [{"Total Reserved": None}, {"Addr": -(1 << 63)}, {"Bytes": (1 << 63) - 1}])
+def test_a_missing_total_reserved_or_an_extreme_integer_is_not_the_reason_an_event_is_left_out(args):
+    e = Events()
+    e.feed(good(pid={"not": "hashable"}, args=args))
+    assert e.rejected == [("pid/tid", "not a number or string", True, "[memory]")]
 
 
 def test_the_extreme_64_bit_integers_and_finite_timestamps_are_kept():

@@ -53,16 +53,18 @@ FAST_TESTS: dict[str, list[str]] = {
                                         "not doubled_matmul and not smaller_than_the_noise"],
     "lightx2v/trace_summary/diff.py": _DIFF,
     "lightx2v/trace_summary/render_diff.py": _DIFF,
-    # not the tests on real torch captures (a capture per run: seconds a mutant); memory_events has the rules
+    # not the tests on real torch captures (a capture per run: seconds a mutant) nor the 20,000-event curve (2 s):
+    # tests/test_memory_events.py has their rules on a few events each
     "lightx2v/trace_summary/memory.py": ["tests/test_memory_events.py", "tests/test_memory_rules.py",
                                          "tests/test_trace_summary_memory.py", "-k",
                                          "not json_and_the_capture_summary and not known_allocations and not "
-                                         "a_leak_is_flagged and not without_memory_events"],
+                                         "a_leak_is_flagged and not without_memory_events and not "
+                                         "curve_is_downsampled"],
     "lightx2v/trace_summary/snapshot.py": ["tests/test_memory_rules.py", "tests/test_memory_snapshot_reader.py",
                                            "-k", "not finds_each_ranks_snapshot"],
     "lightx2v/trace_browser/compare.py": ["tests/test_compare_rules.py", "tests/test_compare_page.py"],
     # the index and windows against a filter of the whole file written from the rule (not the server tests: slow)
-    "lightx2v/trace_browser/step_index.py": ["tests/test_timeline_window.py"],
+    "lightx2v/trace_browser/step_index.py": ["tests/test_step_index_rules.py", "tests/test_timeline_window.py"],
     "lightx2v/trace_browser/window.py": ["tests/test_timeline_window.py"],
     "lightx2v/trace_summary/intervals.py": ["tests/test_intervals_rules.py"],
     # the step pass runs under every summary test: its own few, so a looping mutant times out in seconds, not minutes

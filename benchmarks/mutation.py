@@ -66,6 +66,7 @@ FAST_TESTS: dict[str, list[str]] = {
     # the index and windows against a filter of the whole file written from the rule (not the server tests: slow)
     "lightx2v/trace_browser/step_index.py": ["tests/test_step_index_rules.py", "tests/test_timeline_window.py"],
     "lightx2v/trace_browser/window.py": ["tests/test_timeline_window.py"],
+    "lightx2v/trace_browser/flame.py": ["tests/test_flame_rules.py", "tests/test_compare_page.py"],
     "lightx2v/trace_summary/intervals.py": ["tests/test_intervals_rules.py"],
     # the step pass runs under every summary test: its own few, so a looping mutant times out in seconds, not minutes
     "lightx2v/trace_summary/steps.py": ["tests/test_steps_rules.py", "tests/test_trace_summary_launch_steps.py",

@@ -8,6 +8,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from test_compare_page import stray_text
 
 from lightx2v.trace_browser import flame
 from lightx2v.trace_summary.model import FrameTree
@@ -181,3 +182,68 @@ def test_a_view_without_time_says_so_and_a_rank_without_frames_has_no_graph():
     assert [p.text() for p in doc.find_all("p", cls="none")] == ["No gpu time in the steps."]
     assert flame.flame_section(SimpleNamespace(tables=None, frames=None)) == ""
     assert flame.flame_section(SimpleNamespace(tables=SimpleNamespace(frames=tree(OWN)), frames=None)) == ""
+
+
+def test_a_frame_with_two_top_level_ops_spans_both_and_an_op_without_time_has_no_box():
+    t = tree(OWN)
+    t.ops[(3, "aten::mul")] = [0.0, 0.0, 200.0, 0.0]
+    t.ops[(3, "aten::idle")] = [0.0, 0.0, 0.0, 0.0]
+    got, _ = boxes(t, 2)  # 1200 us: 1000/1200 px a microsecond
+    attn = next(b for b in got if b[3] == "attn (model.py:20)")
+    assert attn[5] == 500.0 and [b[3] for b in got if b[1] == 3] == ["aten::add", "aten::mul"]
+    assert got[0][5] == 1200.0
+
+
+def test_boxes_left_out_are_counted_and_the_next_one_keeps_its_place():
+    own = {1: ("x", 0.0, 1000.0), 2: ("y", 0.0, 0.3), 3: ("z", 0.0, 0.3)}
+    got, hidden = boxes(tree(own), 2)
+    # root -> Block_0 (1000 us), forward (0.6 us: 0.6 px, drawn) -> its op y (0.3 px) and attn (0.3 px): left out
+    assert hidden == 2 and [b[3] for b in got] == ["all", "nn.Module: Block_0", "x", "forward (model.py:10)"]
+    own = {1: ("x", 0.0, 1000.0), 2: ("y", 0.0, 0.2), 3: ("z", 0.0, 0.7)}
+    got, hidden = boxes(tree(own), 2)
+    # under forward: attn (0.7 px) drawn at forward's start, then y (0.2 px) left out
+    (attn,) = [b for b in got if b[3] == "attn (model.py:20)"]
+    assert hidden == 1 and attn[0] == pytest.approx(1000 * 1000 / 1000.9)
+
+
+def test_the_overview_colours_boxes_by_kind():
+    t = tree(OWN)
+    t.kinds[3] = "something else"
+    doc = parse(flame.flame_section(rank(t, gpu=False)))
+    fills = {g.attrs["data-name"]: g.find("rect").attrs["fill"] for g in doc.find_all("g")}
+    assert fills == {"all": "#e6e6e6", "nn.Module: Block_0": "#8fb4e3", "aten::linear": "#9ccf8a",
+                     "forward (model.py:10)": "#f0a35e", "attn (model.py:20)": "#ccc", "aten::add": "#9ccf8a",
+                     "aten::mm": "#9ccf8a"}
+    tips = [t.text() for t in doc.find_all("title")]
+    assert "forward (model.py:10) > attn (model.py:20) > aten::add: 0.300 ms per step (30.0%)" in tips
+    assert doc.find("svg").attrs["aria-label"] == "CPU op time by Python frame"
+
+
+def test_the_overviews_caption_says_whether_library_frames_were_folded_and_how_many_boxes_were_left_out():
+    folded = parse(flame.flame_section(rank(tree(OWN)))).find("p", cls="flame-caption").text()
+    kept = parse(flame.flame_section(rank(tree(OWN), folded=False))).find("p", cls="flame-caption").text()
+    assert "folded into the calling frame" in folded and "every frame kept" not in folded
+    assert "every frame kept" in kept and "folded" not in kept
+    own = {1: ("x", 0.0, 1000.0), 2: ("y", 0.0, 0.3), 3: ("z", 0.0, 0.3)}
+    captions = [p.text() for p in parse(flame.flame_section(rank(tree(own), gpu=False))).find_all(
+        "p", cls="flame-caption")]
+    assert captions[-1] == "CPU op time: 1.001 ms per step; 2 boxes under 0.5 px left out"
+
+
+def test_the_top_frames_table_names_each_by_location_and_function_else_as_the_trace_wrote_it():
+    r = rank(tree(OWN))
+    r.frames.frames[0].location = ""
+    table = parse(flame.flame_section(r)).find("table", cls="frames")
+    assert [th.text() for th in table.find_all("th")] == ["GPU ms", "GPU self", "CPU ms", "CPU self", "calls",
+                                                          "frame", "top op"]
+    assert table.find("tbody").find_all("td")[5].text() == "model.py(10): forward"
+
+
+def test_a_worker_without_a_rank_names_the_views_by_its_worker_and_nothing_is_stray_text():
+    r = rank(tree(OWN))
+    r.rank = None
+    doc = parse(flame.flame_section(r))
+    assert [i.attrs["id"] for i in doc.find_all("input")] == ["flame-host_1-gpu", "flame-host_1-cpu"]
+    assert {i.attrs["name"] for i in doc.find_all("input")} == {"flame-host_1"}
+    for page in (flame.flame_section(r), flame.diff_flame_section(side(tree(OWN)), side(tree(OWN)))):
+        assert stray_text(parse(page)) == []

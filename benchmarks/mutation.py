@@ -40,10 +40,11 @@ TIMEOUT_MULTIPLIER = 4.0
 _DIFF = ["tests/test_diff_rules.py", "tests/test_trace_summary_diff.py", "-k", "not cli"]
 _CAPTURE = ["tests/test_capture_rules.py", "tests/test_capture_states.py"]
 # the one pass on hand-made traces, the H200 fixture and HTA's corpus (not the HTA cross-check: it imports HTA)
-_ANALYSIS = ["tests/test_steps_rules.py", "tests/test_trace_summary_launch_steps.py",
+# (not the real CPU capture: seconds a mutant; test_launch_rules.py has the no-GPU case)
+_ANALYSIS = ["tests/test_launch_rules.py", "tests/test_steps_rules.py", "tests/test_trace_summary_launch_steps.py",
              "tests/test_trace_summary_analysis.py", "tests/test_trace_corpus.py",
              "tests/test_trace_summary_attribution.py", "tests/test_diff_rules.py", "-k",
-             "not importing and not agree_with_hta"]
+             "not importing and not agree_with_hta and not real_cpu and not cpu_trace_gzip"]
 FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/hostcheck.py": ["tests/test_host_check_rules.py"],
     "lightx2v/settings.py": ["tests/test_settings_rules.py", "tests/test_settings.py", "-k",
@@ -52,11 +53,20 @@ FAST_TESTS: dict[str, list[str]] = {
                                         "not doubled_matmul and not smaller_than_the_noise"],
     "lightx2v/trace_summary/diff.py": _DIFF,
     "lightx2v/trace_summary/render_diff.py": _DIFF,
-    "lightx2v/trace_summary/memory.py": ["tests/test_memory_rules.py", "tests/test_trace_summary_memory.py", "-k",
-                                         "not json_and_the_capture_summary"],
+    # not the tests on real torch captures (a capture per run: seconds a mutant) nor the 20,000-event curve (2 s):
+    # tests/test_memory_events.py has their rules on a few events each
+    "lightx2v/trace_summary/memory.py": ["tests/test_memory_events.py", "tests/test_memory_rules.py",
+                                         "tests/test_trace_summary_memory.py", "-k",
+                                         "not json_and_the_capture_summary and not known_allocations and not "
+                                         "a_leak_is_flagged and not without_memory_events and not "
+                                         "curve_is_downsampled"],
     "lightx2v/trace_summary/snapshot.py": ["tests/test_memory_rules.py", "tests/test_memory_snapshot_reader.py",
                                            "-k", "not finds_each_ranks_snapshot"],
-    "lightx2v/trace_browser/compare.py": ["tests/test_compare_rules.py"],
+    "lightx2v/trace_browser/compare.py": ["tests/test_compare_rules.py", "tests/test_compare_page.py"],
+    # the index and windows against a filter of the whole file written from the rule (not the server tests: slow)
+    "lightx2v/trace_browser/step_index.py": ["tests/test_step_index_rules.py", "tests/test_timeline_window.py"],
+    "lightx2v/trace_browser/window.py": ["tests/test_timeline_window.py"],
+    "lightx2v/trace_browser/flame.py": ["tests/test_flame_rules.py", "tests/test_compare_page.py"],
     "lightx2v/trace_summary/intervals.py": ["tests/test_intervals_rules.py"],
     # the step pass runs under every summary test: its own few, so a looping mutant times out in seconds, not minutes
     "lightx2v/trace_summary/steps.py": ["tests/test_steps_rules.py", "tests/test_trace_summary_launch_steps.py",
@@ -99,6 +109,15 @@ _EARLIER_START = ("clip starting at an earlier interval: those end before the wi
                   "(only slower)")
 _PLANNED = "an arm past WAITING has had its plan (plan_job sets decided), so the wait returns at once"
 _CHANGES = "the watcher only compares the job-arm change count with its last value: -1 or +2 is a change as +1 is"
+_INT_ZERO = "sum() of no items starts at 0 instead of 0.0: the same number (==, and in the JSON)"
+_NO_ID_KEY = "call_of holds no NO_ID key: looking NO_ID up finds NONE, as the shortcut gives"
+_AN_OP = "op[g] is an op there (not NONE): a default of None or NONE equals it neither way"
+_CACHE = "a cache of keys built once: missing it builds the same key again"
+_TAG_CASE = "HTML tag and attribute names are case-insensitive: </SECTION>, <BR>, <H3>, SELECTED are the same"
+_NONZERO = "inside `if delta` (or after `not delta` returned): the delta is never 0, so >= 0 and > 0 agree"
+_SEVEN_ROWS = "the figures table always has its seven rows: the sentence for an empty one is never shown"
+_MATCHED = ("_run_order sorts only folders whose name run_label matched (previous_runs groups by label): its "
+            "no-match branch never runs")
 EQUIVALENT: dict[str, str] = {
     "lightx2v.hostcheck.x_host_name__mutmut_16": _LOWERED,
     "lightx2v.hostcheck.x_build__mutmut_5": "the hostname is lower-cased before the strip: " + _LOWERED,
@@ -180,6 +199,69 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_summary.render_diff.x_render_diff__mutmut_89": _STRICT,
     "lightx2v.trace_summary.snapshot.x__live_at__mutmut_3": "the action after ``index`` is undone last: an alloc "
                                                             "there is popped, whatever frames it recorded",
+    # trace_summary/memory.py
+    "lightx2v.trace_summary.memory.x_memory_problem__mutmut_49": "Total Reserved is the last key looked at: break "
+                                                                 "ends the loop as continue does",
+    # trace_summary/kernels.py, attribution.py, launch.py
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_11": _STRICT,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_14": _STRICT,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_15": _STRICT,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_101": _STRICT,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_104": _STRICT,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_105": _STRICT,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_110": _STRICT,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_113": _STRICT,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_114": _STRICT,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_123": _STRICT,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_127": _STRICT,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_128": _STRICT,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_33": _INT_ZERO,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_41": _INT_ZERO,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_153": _INT_ZERO,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_161": _INT_ZERO,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_117": "merging no intervals gives [] as the shortcut does",
+    "lightx2v.trace_summary.attribution.x_launches__mutmut_5": _STRICT,
+    "lightx2v.trace_summary.attribution.x_launches__mutmut_9": _STRICT,
+    "lightx2v.trace_summary.attribution.x_launches__mutmut_10": _STRICT,
+    "lightx2v.trace_summary.attribution.x_group_keys__mutmut_6": _STRICT,
+    "lightx2v.trace_summary.attribution.x_group_keys__mutmut_9": _STRICT,
+    "lightx2v.trace_summary.attribution.x_group_keys__mutmut_10": _STRICT,
+    "lightx2v.trace_summary.attribution.x_group_keys__mutmut_11": _CACHE,
+    "lightx2v.trace_summary.attribution.x_group_keys__mutmut_12": _CACHE,
+    "lightx2v.trace_summary.launch.x_launch_chain__mutmut_44": _NO_ID_KEY,
+    "lightx2v.trace_summary.launch.x_launch_chain__mutmut_74": "op_of_ext is only read for ids that are not NO_ID",
+    "lightx2v.trace_summary.launch.x_launch_chain__mutmut_95": _AN_OP,
+    "lightx2v.trace_summary.launch.x_launch_chain__mutmut_97": _AN_OP,
+    "lightx2v.trace_summary.launch.x_launch_chain__mutmut_128": "with no External id at all, trusting it links nothing",
+    "lightx2v.trace_summary.launch.x__labels__mutmut_20": _CACHE,
+    "lightx2v.trace_summary.launch.x__labels__mutmut_21": _CACHE,
+    # trace_browser/compare.py
+    "lightx2v.trace_browser.compare.x__run_order__mutmut_5": _MATCHED,
+    "lightx2v.trace_browser.compare.x__run_order__mutmut_15": _MATCHED,
+    "lightx2v.trace_browser.compare.x__run_order__mutmut_16": _MATCHED,
+    "lightx2v.trace_browser.compare.x_previous_runs__mutmut_5": "run_label('') is None: the root has no label "
+                                                                "either way",
+    "lightx2v.trace_browser.compare.x_previous_runs__mutmut_18": _STRICT,
+    "lightx2v.trace_browser.compare.x_previous_runs__mutmut_21": _STRICT,
+    "lightx2v.trace_browser.compare.x_previous_runs__mutmut_25": _STRICT,
+    "lightx2v.trace_browser.compare.x__change_class__mutmut_9": _NONZERO,
+    "lightx2v.trace_browser.compare.x_delta_bar__mutmut_22": _NONZERO,
+    "lightx2v.trace_browser.compare.x_delta_bar__mutmut_28": _NONZERO,
+    "lightx2v.trace_browser.compare.x_render_compare__mutmut_41": "a side has at least as many ranks as there are "
+                                                                  "pairs: two pairs make a side's ranks > 1 anyway",
+    "lightx2v.trace_browser.compare.x__ranks_section__mutmut_84": _TAG_CASE,
+    "lightx2v.trace_browser.compare.x__rank_pair__mutmut_3": _TAG_CASE,
+    "lightx2v.trace_browser.compare.x__rank_pair__mutmut_72": _TAG_CASE,
+    "lightx2v.trace_browser.compare.x__pair_bars__mutmut_17": _TAG_CASE,
+    "lightx2v.trace_browser.compare.x_render_chooser__mutmut_23": _TAG_CASE,
+    "lightx2v.trace_browser.compare.x_render_chooser__mutmut_47": _TAG_CASE,
+    "lightx2v.trace_browser.compare.x_render_chooser__mutmut_25": "an unknown attribute (xxxx) on an unselected "
+                                                                  "option: nothing shown or submitted changes",
+    "lightx2v.trace_browser.compare.x_render_chooser__mutmut_2": "with BASE given and NEW not, no NEW option is "
+                                                                 "selected either way (no side's path is 'XXXX')",
+    "lightx2v.trace_browser.compare.x__figures__mutmut_54": _SEVEN_ROWS,
+    "lightx2v.trace_browser.compare.x__figures__mutmut_58": _SEVEN_ROWS,
+    "lightx2v.trace_browser.compare.x__figures__mutmut_71": _SEVEN_ROWS,
 }
 
 # the project's addopts (--durations, -ra) only add noise to thousands of runs; pytest-randomly, if installed, off

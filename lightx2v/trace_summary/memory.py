@@ -194,9 +194,11 @@ def summarize(events: MemoryEvents, steps: Sequence[StepStats], op_threads: dict
         dev = events.device
         for i in order:
             by_device.setdefault(dev[i], []).append(i)
+    as_is = isinstance(order, range) and len(events.devices) == 1  # one device, its events in time order
     out = []
     for (dtype, did), d in events.devices.items():
-        out.append(_device(events, (dtype, did), by_device.get(d, []), owners, windows, op_name, op_names, top))
+        out.append(_device(events, (dtype, did), by_device.get(d, []), owners, windows, op_name, op_names, top,
+                           as_is))
     out.sort(key=lambda m: (m.device_type != 1, m.device_type, m.device_id if m.device_id is not None else -1))
     return out
 
@@ -288,9 +290,10 @@ def _in_op_order(starts: Sequence[float], durs: Sequence[float]) -> bool:
 
 def _device(events: MemoryEvents, key: tuple[int, int], idx: list[int], owners: _Attribution,
             windows: list[tuple[StepStats, float, float]], op_name: Sequence[int], op_names: Sequence[str],
-            top: int) -> DeviceMemory:
+            top: int, as_is: bool) -> DeviceMemory:
+    """One device's answers; ``idx``: its events in time order, ``as_is``: they are all events, in file order."""
     dtype, did = key
-    if len(idx) == len(events) and idx[-1] == len(idx) - 1:  # one device, in file order: the arrays as they are
+    if as_is:  # the arrays as they are
         ts, nbytes, alloc, reserved = events.ts, events.nbytes, events.allocated, events.reserved
     else:
         ts, nbytes = array("d", [events.ts[i] for i in idx]), array("q", [events.nbytes[i] for i in idx])

@@ -68,6 +68,8 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_browser/window.py": ["tests/test_timeline_window.py"],
     "lightx2v/trace_browser/flame.py": ["tests/test_flame_rules.py", "tests/test_compare_page.py"],
     "lightx2v/trace_summary/intervals.py": ["tests/test_intervals_rules.py"],
+    "lightx2v/trace_summary/ids.py": ["tests/test_ids_rules.py", "tests/test_launch_rules.py"],
+    "lightx2v/trace_browser/gzip_seek.py": ["tests/test_gzip_seek.py"],
     # the step pass runs under every summary test: its own few, so a looping mutant times out in seconds, not minutes
     "lightx2v/trace_summary/steps.py": ["tests/test_steps_rules.py", "tests/test_trace_summary_launch_steps.py",
                                         "tests/test_trace_summary_analysis.py", "-k",

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from . import flops as models
 from .collect import Collected
-from .enclosing import NONE, Enclosing, ordered
+from .enclosing import NONE, Enclosing, by_thread_in_order
 from .launch import LaunchChain
 from .model import ClassEfficiency, Device, Efficiency, OpEfficiency, PeakSpec
 from .names import short_name
@@ -136,13 +136,9 @@ def _units(c: Collected, candidates: array, names: list[str]) -> array:
     matrix op. One stack walk per thread in (start, -duration) order."""
     matrix = models.MATRIX_CLASSES
     is_matrix = {n: models.CLASS_OF.get(names[n]) in matrix for n in {c.op_name[i] for i in candidates}}
-    by_thread: dict[int, array] = {}
-    for i in candidates:
-        by_thread.setdefault(c.op_thread[i], array("l")).append(i)
     ts, dur = c.op_ts, c.op_dur
     not_unit = bytearray(len(ts))  # holds a matrix op (a matrix op); holds a modeled op or sits in a matrix op
-    for idx in by_thread.values():
-        order = idx if ordered(idx, ts, dur) else sorted(idx, key=lambda i: (ts[i], -dur[i]))
+    for order in by_thread_in_order(candidates, c.op_thread, ts, dur).values():
         stack: list[int] = []
         for i in order:
             start = ts[i]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 NONE = -1
 
@@ -26,16 +26,8 @@ class Enclosing:
     def __init__(self, thread: Sequence[int], ts: Sequence[float], dur: Sequence[float]) -> None:
         self.ts, self.dur = ts, dur
         # arrays, not lists: 24 bytes an interval instead of about 100 (a float and two int objects each)
-        by_thread: dict[int, array] = {}
-        for i, t in enumerate(thread):
-            found = by_thread.get(t)
-            if found is None:
-                found = by_thread[t] = array("l")
-            found.append(i)
         self.threads: dict[int, tuple[array, array, array]] = {}
-        for t, idx in by_thread.items():
-            if not ordered(idx, ts, dur):  # kineto writes a thread's events in this order: sort only if not
-                idx = array("l", sorted(idx, key=lambda i: (ts[i], -dur[i])))
+        for t, idx in by_thread_in_order(range(len(thread)), thread, ts, dur).items():
             parent = array("l")
             stack: list[int] = []  # positions in idx of the intervals still open
             for pos, i in enumerate(idx):
@@ -68,7 +60,23 @@ class Enclosing:
         return NONE
 
 
-def ordered(idx: Sequence[int], ts: Sequence[float], dur: Sequence[float]) -> bool:
+def by_thread_in_order(indices: Iterable[int], thread: Sequence[int], ts: Sequence[float],
+                       dur: Sequence[float]) -> dict[int, array]:
+    """``indices`` by ``thread[i]``, each thread's in (start, -duration) order, the order its intervals nest in
+    (kineto writes a thread's events in this order: sorted only when they are not)."""
+    by_thread: dict[int, array] = {}
+    for i in indices:
+        found = by_thread.get(thread[i])
+        if found is None:
+            found = by_thread[thread[i]] = array("l")
+        found.append(i)
+    for t, idx in by_thread.items():
+        if not _ordered(idx, ts, dur):
+            by_thread[t] = array("l", sorted(idx, key=lambda i: (ts[i], -dur[i])))
+    return by_thread
+
+
+def _ordered(idx: Sequence[int], ts: Sequence[float], dur: Sequence[float]) -> bool:
     """Whether ``idx`` is already in (start, -duration) order."""
     prev_ts, prev_dur = -math.inf, math.inf
     for i in idx:

@@ -40,6 +40,7 @@ class GzipCheckpoints:
 
     def __init__(self, path: str, points: list[_Point], size: int, block: int) -> None:
         self.path, self.points, self.size, self.block = path, points, size, block
+        self._outs = [p.out for p in points]  # ascending: the point before a read's start by bisect
 
     @classmethod
     def build(cls, path: str, spacing: int = SPACING) -> GzipCheckpoints:
@@ -72,7 +73,7 @@ class GzipCheckpoints:
 
     def read(self, start: int, stop: int) -> bytes:
         """Decompressed bytes [start, stop) (fewer at the end of the stream)."""
-        i = max(0, bisect_right([p.out for p in self.points], start) - 1)
+        i = max(0, bisect_right(self._outs, start) - 1)
         point = self.points[i]
         inflater, out = point.inflater.copy(), point.out
         parts: list[bytes] = []

@@ -22,11 +22,13 @@ NONE = -1
 class IdIndex:
     """The ids of one kind of event, in file order; ``get(x)``: the position of the last event with id ``x``."""
 
-    def __init__(self, ids: Sequence[int], positions: Sequence[int] | None = None) -> None:
-        """``positions``: what ``get`` answers for each id (default: the id's own position in ``ids``)."""
+    def __init__(self, ids: Sequence[int], positions: Sequence[int] | None = None,
+                 in_order: bool | None = None) -> None:
+        """``positions``: what ``get`` answers for each id (default: the id's own position in ``ids``);
+        ``in_order``: whether ``ids`` is already ascending, when the caller has just checked (else checked here)."""
         self.keys: Sequence[int]
         self.pos: Sequence[int] | None
-        if nondecreasing(ids):
+        if nondecreasing(ids) if in_order is None else in_order:
             self.keys, self.pos = ids, positions
         else:
             order = sorted(range(len(ids)), key=ids.__getitem__)

@@ -116,7 +116,7 @@ def _ops_by_external_id(c: Collected) -> IdIndex:
     if not len(c.g_ext):
         return IdIndex(array("q"))
     if nondecreasing(c.op_ext):
-        return IdIndex(c.op_ext)
+        return IdIndex(c.op_ext, in_order=True)
     wanted = distinct_sorted(x for x in c.g_ext if x != NO_ID)
     chosen = array("q", (i for i, x in enumerate(c.op_ext) if contains(wanted, x)))
     return IdIndex(array("q", map(c.op_ext.__getitem__, chosen)), chosen)

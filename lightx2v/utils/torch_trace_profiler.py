@@ -1078,7 +1078,7 @@ class _ExportWatch:
         self._thread = threading.Thread(target=self._run, name="lightx2v-export-watch", daemon=True)
 
     def __enter__(self) -> "_ExportWatch":
-        self.started = self._started = time.monotonic()
+        self.started = time.monotonic()
         rss, self._hwm_before = _rss_bytes()
         self._peak = rss
         try:
@@ -1096,10 +1096,10 @@ class _ExportWatch:
         if hwm is not None and (self._hwm_before is None or hwm > self._hwm_before or peak is None):
             peak = hwm if peak is None else max(peak, hwm)  # the export raised the high-water mark: exact
         self.stats.peak_rss = peak
-        self.stats.seconds = time.monotonic() - self._started
+        self.stats.seconds = time.monotonic() - self.started
 
     def _run(self) -> None:
-        next_report = self._started + EXPORT_PROGRESS_SECONDS
+        next_report = self.started + EXPORT_PROGRESS_SECONDS
         while not self._stop.wait(min(_RSS_SAMPLE_SECONDS, EXPORT_PROGRESS_EVERY)):
             rss, _ = _rss_bytes()
             if rss is not None:
@@ -1118,7 +1118,7 @@ class _ExportWatch:
             done += f" of {_format_bytes(self.total)} ({100 * self.done / self.total:.0f} %)"
         rss = f", RSS {_format_bytes(self._peak)}" if self._peak else ""
         self.stats.progress_lines += 1
-        _log(logging.INFO, f"[Profile] exporting {self.path}: {self.phase}: {done}, {now - self._started:.0f} s"
+        _log(logging.INFO, f"[Profile] exporting {self.path}: {self.phase}: {done}, {now - self.started:.0f} s"
                            f"{rss}")
 
 

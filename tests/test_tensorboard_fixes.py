@@ -14,6 +14,7 @@ from lightx2v.tensorboard.__main__ import with_defaults
 from lightx2v.tensorboard.callstack import attach_call_stacks
 
 from conftest import H200_TRACE, free_port, subprocess_env
+from helpers.kineto import GPU_TID, Kineto
 from helpers.procs import (
     PLUGIN,
     Server,
@@ -29,6 +30,19 @@ from helpers.procs import (
 )
 
 H200_RUN, H200_WORKER = "h200", "h200_dit_stack"
+STEPS_RUN, STEPS_WORKER = "steps", "rank0_steps"
+
+
+def two_gpu_steps(path):
+    """Two ProfilerSteps as torch >= 2 writes them on a GPU: each on the CPU thread and again on the GPU stream,
+    each launching one 300 us kernel."""
+    k = Kineto()
+    for n in (1, 2):
+        start = 10_000.0 + (n - 1) * 1000
+        k.step(n, start, 1000)
+        k.op("aten::mm", start + 100, [("kernel", "gemm", 300.0)])
+        k._x("gpu_user_annotation", f"ProfilerStep#{n}", GPU_TID, start + 200, 300)
+    return k.write(path)
 
 
 @pytest.fixture(scope="module")
@@ -38,12 +52,13 @@ def servers(tmp_path_factory):
     logdir = base / "logdir"
     land(H200_TRACE, logdir / H200_RUN / H200_TRACE.name)
     land(cpu_trace(tmp_path_factory.getbasetemp()), logdir / "cpu" / "rank0_test.pt.trace.json")
+    two_gpu_steps(logdir / STEPS_RUN / f"{STEPS_WORKER}.pt.trace.json")
     patched_port, stock_port = free_port(), free_port()
     patched, stock = launcher(logdir, patched_port), stock_tensorboard(logdir, stock_port)
     try:
         for port, server in ((patched_port, patched), (stock_port, stock)):
-            wait_until(lambda port=port: {"h200", "cpu"} <= set(runs(port)), 90,
-                       what=f"both runs on {server.args[2]}")
+            wait_until(lambda port=port: {"h200", "cpu", STEPS_RUN} <= set(runs(port)), 90,
+                       what=f"the three runs on {server.args[2]}")
         yield {"patched": patched_port, "stock": stock_port, "logdir": logdir, "server": patched}
     finally:
         patched.stop()
@@ -102,6 +117,18 @@ def test_call_stack_view(servers):
     assert get_json(missing)["data"] == []
     status, _, _ = http_get(api(servers["stock"], "operation/stack", group_by="Operation", op_name="aten::addmm"))
     assert status == 500  # the bug this fixes
+
+
+def test_each_profiler_step_is_one_step_in_the_overview(servers):
+    """torch >= 2 writes each ProfilerStep on the CPU and again on the GPU stream: one step each, with its kernel
+    time (stock 0.4.3 lists every step twice; with device time counted it divided by zero and the run never
+    loaded)."""
+    def steps(port):
+        rows = get_json(api(port, "overview", run=STEPS_RUN, worker=STEPS_WORKER))["steps"]["rows"]
+        return [(row[0], row[1]) for row in rows]  # step name, kernel us
+
+    assert steps(servers["patched"]) == [("1", 300.0), ("2", 300.0)]
+    assert [name for name, _ in steps(servers["stock"])] == ["1", "1", "2", "2"]  # the bug this fixes
 
 
 @pytest.mark.parametrize("view", ["overview", "operation", "operation/table", "trace", "module", "tree"])
@@ -176,7 +203,7 @@ def test_every_fix_reports_and_warns_once_when_the_plugin_changed(tmp_path):
     """A plugin that no longer looks as expected: one warning per fix, TensorBoard's own code left alone.
 
     The asset folder is empty on purpose (whatever this machine has installed), so the offline Trace view's fix
-    reports the missing polyfill too: three warnings, each naming why."""
+    reports the missing polyfill too, and the GPU-steps fix the emptied category map: four warnings, each naming why."""
     script = """
 import json, logging, sys
 logging.basicConfig(stream=sys.stderr, format='%(message)s')
@@ -199,10 +226,12 @@ print(json.dumps({'interval': consts.MONITOR_RUN_REFRESH_INTERNAL_IN_SECONDS,
     assert results["cuda_runtime"] and "EventTypeMap" in results["cuda_runtime"]
     assert results["stack_route"] and "operation_stack_route" in results["stack_route"]
     assert results["offline_trace"] and "lightx2v.assets install" in results["offline_trace"]
+    assert results["gpu_steps"] and "gpu_user_annotation" in results["gpu_steps"]
     assert all(results[name] is None for name in ("rescan", "reload_runs", "call_stacks", "manager_exits",
                                                   "charts_notice"))
     warnings = [line for line in result.stderr.splitlines() if "not applied" in line]
-    assert sorted(w.split("'")[1] for w in warnings) == ["cuda_runtime", "offline_trace", "stack_route"], warnings
+    assert sorted(w.split("'")[1] for w in warnings) == ["cuda_runtime", "gpu_steps", "offline_trace",
+                                                              "stack_route"], warnings
     assert state == {"interval": 1, "runtime_mapped": False}
 
 

@@ -197,6 +197,49 @@ def _apply_runtime_categories() -> None:
         trace.EventTypeMap.setdefault(category, trace.EventTypes.RUNTIME)
 
 
+# --- (e) one step per ProfilerStep: torch >= 2 writes each one twice ------------------------------------
+
+STEP_PREFIX = "ProfilerStep#"
+
+
+def is_gpu_step(event: dict) -> bool:
+    """A `ProfilerStep#N` span on a GPU stream: torch >= 2 writes one (`gpu_user_annotation`) beside each CPU
+    step. 0.4.3 maps both categories to USER_ANNOTATION and takes every copy for a step of its own: the Overview
+    lists each step twice and, once `cuda_runtime` gives the trace device time, its per-step pass leaves the copies
+    zero-long and divides by them (ZeroDivisionError: a multi-step GPU trace does not load). The plugin derives a
+    step's device extent itself, from the kernels its CPU step launched, so dropping the copies loses nothing."""
+    cat, name = event.get("cat"), event.get("name")
+    return (event.get("ph") == "X" and isinstance(cat, str) and cat.lower() == "gpu_user_annotation"
+            and isinstance(name, str) and name.startswith(STEP_PREFIX))
+
+
+def _check_gpu_steps() -> str | None:
+    from torch_tb_profiler.profiler import data, trace
+
+    problem = missing(trace, "create_event", "EventTypeMap", "EventTypes")
+    if problem:
+        return problem
+    if trace.EventTypeMap.get("gpu_user_annotation") != getattr(trace.EventTypes, "USER_ANNOTATION", object()):
+        return "trace.EventTypeMap no longer maps gpu_user_annotation to EventTypes.USER_ANNOTATION"
+    if "create_event" not in code_names(data.RunProfileData.__init__):
+        return "RunProfileData.__init__ no longer builds its events with trace.create_event"
+    return None
+
+
+def _apply_gpu_steps() -> None:
+    from torch_tb_profiler.profiler import trace
+
+    original = trace.create_event
+    if is_fixed(original):
+        return
+
+    def create_event(event, is_pytorch_lightning):
+        return None if is_gpu_step(event) else original(event, is_pytorch_lightning)
+
+    mark_fixed(create_event, original)
+    trace.create_event = create_event
+
+
 # --- (d) call stacks for torch >= 2 traces, and no HTTP 500 from the call-stack view ---------------------
 
 def _check_call_stacks() -> str | None:
@@ -290,6 +333,8 @@ FIXES: tuple[Fix, ...] = (
         _check_runtime_categories, _apply_runtime_categories),
     Fix("call_stacks", "operator call stacks are rebuilt from python_function events", "parser",
         _check_call_stacks, _apply_call_stacks),
+    Fix("gpu_steps", "each ProfilerStep is one step (not also its copy on the GPU stream, which 0.4.3 listed "
+        "twice and, with device time, divided by zero on)", "parser", _check_gpu_steps, _apply_gpu_steps),
 )
 
 

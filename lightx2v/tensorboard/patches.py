@@ -21,7 +21,7 @@ from typing import Any
 
 from lightx2v import settings
 from lightx2v.hostcheck import HostCheck, guard_wsgi
-from lightx2v.tensorboard import offline
+from lightx2v.tensorboard import large, offline
 from lightx2v.tensorboard.fix import Fix, code_names, is_fixed, mark_fixed, missing
 
 logger = logging.getLogger("lightx2v.tensorboard")
@@ -335,6 +335,8 @@ FIXES: tuple[Fix, ...] = (
         _check_call_stacks, _apply_call_stacks),
     Fix("gpu_steps", "each ProfilerStep is one step (not also its copy on the GPU stream, which 0.4.3 listed "
         "twice and, with device time, divided by zero on)", "parser", _check_gpu_steps, _apply_gpu_steps),
+    Fix("step_ranges", "the Overview's per-step costs bisect the trace's busy ranges instead of walking them "
+        "from the start for every step", "parser", large.check_step_ranges, large.apply_step_ranges),
 )
 
 

@@ -1,0 +1,76 @@
+"""The large-trace fixes of `lightx2v.tensorboard.large`, on the plugin's own functions in this process (each test
+puts the plugin's attributes back: monkeypatch) and on small hand-made traces; the sizes are the benchmark's
+(benchmarks/bench_tensorboard_large.py)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from lightx2v.tensorboard import large
+
+overall_parser = pytest.importorskip("torch_tb_profiler.profiler.overall_parser")
+
+
+def sorted_disjoint(rng: random.Random, count: int) -> list[tuple[int, int]]:
+    """`count` ranges, sorted and disjoint as merge_ranges leaves them (some touching: end == next start)."""
+    ranges, at = [], 0
+    for _ in range(count):
+        at += rng.choice((0, 1, 5, 20))
+        length = rng.choice((1, 3, 10, 40))
+        ranges.append((at, at + length))
+        at += length
+    return ranges
+
+
+def test_one_steps_intersection_with_the_busy_ranges_is_the_plugins_own(monkeypatch):
+    """The bisected intersection of one step with a long sorted, disjoint list gives exactly the ranges the
+    plugin's full walk gives, for steps inside, across, before, after and on the edges of the ranges; and the walk
+    it calls sees only the ranges that can overlap the step (or start at its end), not the list from its start."""
+    plugin_walk = overall_parser.intersection_ranges_lists
+    seen: list[list] = []
+
+    def spy(range_list1, range_list2):
+        seen.append(list(range_list2))
+        return plugin_walk(range_list1, range_list2)
+
+    monkeypatch.setattr(overall_parser, "intersection_ranges_lists", spy)
+    large.apply_step_ranges()
+    fixed = overall_parser.intersection_ranges_lists
+    assert fixed is not spy
+    rng = random.Random(7)
+    for _ in range(300):
+        ranges = sorted_disjoint(rng, rng.choice((17, 40, 200)))
+        lo, hi = ranges[0][0] - 30, ranges[-1][1] + 30
+        begin = rng.choice([rng.randint(lo, hi), *rng.choice(ranges)])  # often exactly on a range's edge
+        step = (begin, begin + rng.choice((0, 1, 7, 60, 500)))
+        seen.clear()
+        assert fixed([step], list(ranges)) == plugin_walk([step], list(ranges)), (step, ranges)
+        overlapping = [r for r in ranges if r[1] > step[0] and r[0] <= step[1]]  # or touching its end
+        assert seen == [overlapping], (step, seen, overlapping)
+
+
+def test_short_lists_and_several_steps_take_the_plugins_walk(monkeypatch):
+    """Under BISECT_FROM ranges, or with more than one step on the left, the plugin's walk gets the lists as
+    they are."""
+    plugin_walk = overall_parser.intersection_ranges_lists
+    seen: list[tuple[list, list]] = []
+    monkeypatch.setattr(overall_parser, "intersection_ranges_lists",
+                        lambda a, b: seen.append((a, b)) or plugin_walk(a, b))
+    large.apply_step_ranges()
+    fixed = overall_parser.intersection_ranges_lists
+    short = sorted_disjoint(random.Random(1), large.BISECT_FROM)
+    long = sorted_disjoint(random.Random(2), 50)
+    two_steps = [(0, 10), (long[-1][1] - 5, long[-1][1])]
+    assert fixed([(3, 4)], short) == plugin_walk([(3, 4)], short)
+    assert fixed(two_steps, long) == plugin_walk(two_steps, long)
+    assert seen == [([(3, 4)], short), (two_steps, long)]
+
+
+def test_applying_step_ranges_twice_wraps_once(monkeypatch):
+    monkeypatch.setattr(overall_parser, "intersection_ranges_lists", overall_parser.intersection_ranges_lists)
+    large.apply_step_ranges()
+    once = overall_parser.intersection_ranges_lists
+    large.apply_step_ranges()
+    assert overall_parser.intersection_ranges_lists is once

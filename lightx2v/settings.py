@@ -103,6 +103,13 @@ def _host(text: str) -> str:
     return value
 
 
+def _megabytes(text: str) -> int:
+    value = text.strip()
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError("expected a whole number of megabytes, 1 or more")
+    return int(value)
+
+
 def _url(text: str) -> str:
     value = _text(text)
     if not value.startswith(("http://", "https://")) or any(c.isspace() for c in value):
@@ -135,6 +142,7 @@ parse_port = Parser(_port, "abc")
 parse_switch = Parser(_switch, "maybe")
 parse_host = Parser(_host, "not a host")
 parse_url = Parser(_url, "ftp:/nowhere")
+parse_megabytes = Parser(_megabytes, "lots")
 parse_text = Parser(_text, None)
 parse_path = Parser(_path, None)
 parse_names = Parser(split_names, None)
@@ -210,7 +218,7 @@ BIND_HOST = _declare("LIGHTX2V_BIND_HOST", LOOPBACK, parse_host,
                      (SERVE, TENSORBOARD, TRACE_BROWSER))
 RESULTS_DIR = _declare("LIGHTX2V_RESULTS_DIR", "save_results", parse_path,
                        "the folder the trace browser lists (captures, chrome traces, the demo's outputs)",
-                       (SERVE, TRACE_BROWSER, CAPTURE))
+                       (SERVE, TRACE_BROWSER, CAPTURE, TENSORBOARD))
 TRACE_BROWSER_URL = _declare("LIGHTX2V_TRACE_BROWSER_URL", None, parse_url,
                              "the trace browser's URL as users open it (printed in hints and TensorBoard's notices)",
                              (TRACE_BROWSER, TENSORBOARD), default_doc="http://127.0.0.1:<its port>/")
@@ -222,6 +230,9 @@ PERFETTO_UI = _declare("LIGHTX2V_PERFETTO_UI", "https://ui.perfetto.dev", parse_
 TB_SKIP_FIXES = _declare("LIGHTX2V_TB_SKIP_FIXES", (), names_among(_tensorboard_fix_names),
                          "TensorBoard plugin fixes to leave out, by name, comma-separated, or `all`", (TENSORBOARD,),
                          default_doc="none")
+TB_TRACE_VIEW_MAX_MB = _declare("LIGHTX2V_TB_TRACE_VIEW_MAX_MB", 256, parse_megabytes,
+                                "TensorBoard's Trace view opens traces up to this many MB of JSON; past it, a notice "
+                                "links the trace browser's Timeline (a browser cannot take much more)", (TENSORBOARD,))
 ASSETS_DIR = _declare("LIGHTX2V_ASSETS_DIR", None, parse_path,
                       "where the offline views' browser files are installed and looked up",
                       (ASSETS, SERVE, TRACE_BROWSER, TENSORBOARD), default_doc="<sys.prefix>/share/lightx2v/assets")

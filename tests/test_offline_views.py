@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 import urllib.parse
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +21,8 @@ from lightx2v.assets import INSTALL_COMMAND, WEBCOMPONENTS, find
 
 from conftest import H200_TRACE, REPO_ROOT, free_port, subprocess_env
 from helpers.browser import chromium, external_requests
-from helpers.procs import land, launcher, runs, trace_browser, wait_until
+from helpers.kineto import GPU_TID, Kineto
+from helpers.procs import get_json, land, launcher, runs, trace_browser, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -219,6 +221,58 @@ def test_tensorboard_chart_views_show_the_notice_not_a_spinner(driver, tensorboa
     assert driver.find_elements(By.CSS_SELECTOR, "[role=progressbar]") == []
     driver.switch_to.default_content()
     driver.save_screenshot(str(shots / f"tensorboard_{view.lower().replace(' ', '_')}_view.png"))
+
+
+def many_steps(path, steps: int) -> str:
+    """A trace of `steps` ProfilerSteps, each with an op and its kernel (about 0.7 KB of JSON a step)."""
+    k = Kineto()
+    for n in range(1, steps + 1):
+        start = 10_000.0 + n * 1000
+        k.step(n, start, 1000)
+        k.op("aten::mm", start + 100, [("kernel", "gemm", 300.0)])
+        k._x("gpu_user_annotation", f"ProfilerStep#{n}", GPU_TID, start + 200, 300)
+    return k.write(path)
+
+
+def test_tensorboard_trace_view_past_its_limit_says_so_and_links_the_timeline(driver, results, browser_port, shots):
+    """Past LIGHTX2V_TB_TRACE_VIEW_MAX_MB the Trace view shows our notice (the trace's size, the limit) with a link
+    to this trace's Timeline in the trace browser serving the results folder, and that link opens it; the other
+    views still have the whole trace."""
+    from selenium.webdriver.common.by import By
+
+    trace = Path(many_steps(results / "large_logdir" / "big" / "rank0_big.pt.trace.json", 2000))
+    assert trace.stat().st_size > 10**6
+    port = free_port()
+    server = launcher(results / "large_logdir", port, LIGHTX2V_TB_TRACE_VIEW_MAX_MB="1")
+    try:
+        wait_until(lambda: "big" in runs(port), 90, what="the large run")
+        plugin_frame(driver, port)
+        choose_view(driver, "Trace")
+
+        def notice():  # from the top each time: the plugin's React view may replace the Trace view's frame
+            driver.switch_to.default_content()
+            driver.switch_to.frame(driver.find_element(By.CSS_SELECTOR, "iframe"))
+            driver.switch_to.frame(driver.find_element(By.CSS_SELECTOR, "iframe[src*='trace_embedding.html']"))
+            return driver.execute_script("""const box = document.getElementById('lightx2v-trace-notice');
+                return box && [box.innerText, box.querySelector('a').href];""")
+
+        text, href = wait_until(notice, 60, interval=0.3, what="the notice in the Trace view")
+        size_mb = f"{trace.stat().st_size / 1e6:,.0f} MB of JSON"
+        assert size_mb in text and "(1 MB, LIGHTX2V_TB_TRACE_VIEW_MAX_MB)" in text, text
+        assert href == f"http://127.0.0.1:{browser_port}/timeline/large_logdir/big/rank0_big.pt.trace.json"
+        driver.switch_to.default_content()
+        driver.save_screenshot(str(shots / "tensorboard_trace_view_past_its_limit.png"))
+        overview = get_json(f"http://127.0.0.1:{port}/data/plugin/pytorch_profiler/overview?"
+                            "run=big&worker=rank0_big&span=default")
+        assert len(overview["steps"]["rows"]) >= 1999  # 0.4.3 may leave out the last step (kernels still running)
+    finally:
+        server.stop()
+    driver.get(href)
+    state = wait_until(lambda: driver.execute_script("return window.lightx2vTimeline && "
+                                                     "['drawn', 'failed'].includes(window.lightx2vTimeline.state) && "
+                                                     "window.lightx2vTimeline.state"), 120, interval=0.2,
+                       what="the linked Timeline to be drawn")
+    assert state == "drawn", driver.execute_script("return window.lightx2vTimeline.error")
 
 
 def test_tensorboard_fixes_warn_once_when_the_plugin_pages_changed(tmp_path):

@@ -105,11 +105,11 @@ def test_names_among_names_every_unknown_name_and_the_known_ones():
 CHECKED = {
     "serve": ["LIGHTX2V_TORCH_PROFILE_DIR", "LIGHTX2V_TENSORBOARD_PORT", "TENSORBOARD_PORT", "TRACE_BROWSER_PORT",
               "LIGHTX2V_BIND_HOST", "LIGHTX2V_RESULTS_DIR", "LIGHTX2V_TRACE_BROWSER_URL", "LIGHTX2V_ALLOWED_HOSTS",
-              "LIGHTX2V_PERFETTO_UI", "LIGHTX2V_TB_SKIP_FIXES", "LIGHTX2V_ASSETS_DIR", "LIGHTX2V_SUPERVISOR_CONF",
-              "LIGHTX2V_INFER_CMD"],
+              "LIGHTX2V_PERFETTO_UI", "LIGHTX2V_TB_SKIP_FIXES", "LIGHTX2V_TB_TRACE_VIEW_MAX_MB", "LIGHTX2V_ASSETS_DIR",
+              "LIGHTX2V_SUPERVISOR_CONF", "LIGHTX2V_INFER_CMD"],
     "tensorboard": ["LIGHTX2V_TORCH_PROFILE_DIR", "TENSORBOARD_PORT", "TRACE_BROWSER_PORT", "LIGHTX2V_BIND_HOST",
-                    "LIGHTX2V_TRACE_BROWSER_URL", "LIGHTX2V_ALLOWED_HOSTS", "LIGHTX2V_TB_SKIP_FIXES",
-                    "LIGHTX2V_ASSETS_DIR"],
+                    "LIGHTX2V_RESULTS_DIR", "LIGHTX2V_TRACE_BROWSER_URL", "LIGHTX2V_ALLOWED_HOSTS",
+                    "LIGHTX2V_TB_SKIP_FIXES", "LIGHTX2V_TB_TRACE_VIEW_MAX_MB", "LIGHTX2V_ASSETS_DIR"],
     "trace_browser": ["TRACE_BROWSER_PORT", "LIGHTX2V_BIND_HOST", "LIGHTX2V_RESULTS_DIR", "LIGHTX2V_TRACE_BROWSER_URL",
                       "LIGHTX2V_ALLOWED_HOSTS", "LIGHTX2V_PERFETTO_UI", "LIGHTX2V_ASSETS_DIR"],
     "capture": ["LIGHTX2V_TORCH_PROFILE_DIR", "LIGHTX2V_RESULTS_DIR"],
@@ -193,3 +193,11 @@ def test_declaring_a_setting_records_each_of_its_fields_once(monkeypatch):
     assert settings.SETTINGS[plain] == settings.Setting(plain, None, settings.parse_text, "plain", (), "user", None)
     with pytest.raises(AssertionError, match="LIGHTX2V_PLAIN declared twice"):
         settings._declare(plain, None, settings.parse_text, "again")
+
+
+def test_megabytes_are_whole_and_at_least_one():
+    parse = settings.parse_megabytes
+    assert parse(" 12 ") == 12 and parse("1") == 1
+    for bad in ("0", "1.5", "-3", "12MB", "", "lots"):
+        with pytest.raises(ValueError, match="whole number of megabytes"):
+            parse(bad)

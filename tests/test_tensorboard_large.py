@@ -74,3 +74,57 @@ def test_applying_step_ranges_twice_wraps_once(monkeypatch):
     once = overall_parser.intersection_ranges_lists
     large.apply_step_ranges()
     assert overall_parser.intersection_ranges_lists is once
+
+
+def test_json_bytes_is_the_files_size_or_a_gzip_trailers(tmp_path):
+    """The Trace view's limit is on JSON bytes: a plain file's size; a gzip file's uncompressed size (its
+    trailer), never less than the file itself; 0 for a file that is not there."""
+    import gzip
+
+    plain = tmp_path / "a.json"
+    plain.write_bytes(b"x" * 1234)
+    packed = tmp_path / "a.json.gz"
+    packed.write_bytes(gzip.compress(b"{" * 100_000))
+    assert large.json_bytes(str(plain)) == 1234
+    assert large.json_bytes(str(packed)) == 100_000
+    assert large.json_bytes(str(tmp_path / "gone.json")) == 0
+
+
+def test_the_timeline_link_is_the_trace_under_the_trace_browsers_folder(tmp_path, monkeypatch):
+    """The notice links /timeline/<the trace's path under the folder a trace browser serves>: the nearest folder
+    above the trace with the trace browser's discovery folder, else $LIGHTX2V_RESULTS_DIR; the trace browser's
+    home page when neither holds the trace. Names are URL-quoted."""
+    monkeypatch.setenv("LIGHTX2V_TRACE_BROWSER_URL", "http://box:9001/")
+    served = tmp_path / "save_results"
+    (served / ".trace_browser").mkdir(parents=True)
+    trace = served / "torch_profile" / "my run" / "rank0.pt.trace.json"
+    trace.parent.mkdir(parents=True)
+    trace.write_text("{}")
+    logdir = str(served / "torch_profile")
+    assert large.timeline_url(str(trace), logdir) == "http://box:9001/timeline/torch_profile/my%20run/rank0.pt.trace.json"
+
+    elsewhere = tmp_path / "elsewhere" / "run" / "t.json"
+    elsewhere.parent.mkdir(parents=True)
+    elsewhere.write_text("{}")
+    monkeypatch.setenv("LIGHTX2V_RESULTS_DIR", str(tmp_path / "elsewhere"))
+    assert large.timeline_url(str(elsewhere), None) == "http://box:9001/timeline/run/t.json"
+    monkeypatch.setenv("LIGHTX2V_RESULTS_DIR", str(served))
+    assert large.timeline_url(str(elsewhere), None) == "http://box:9001/"
+
+
+def test_the_notice_is_a_trace_too_and_names_size_limit_and_link(tmp_path, monkeypatch):
+    monkeypatch.setenv("LIGHTX2V_TRACE_BROWSER_URL", "http://box:9001/")
+    monkeypatch.setenv("LIGHTX2V_RESULTS_DIR", str(tmp_path))
+    doc = large.notice(str(tmp_path / "t.json"), 1_234_000_000, 256 * 10**6, None)
+    note = doc[large.NOTICE_KEY]
+    assert note["url"] == "http://box:9001/timeline/t.json" and note["bytes"] == 1_234_000_000
+    assert "1,234 MB of JSON" in note["text"] and "(256 MB, LIGHTX2V_TB_TRACE_VIEW_MAX_MB)" in note["text"]
+    (event,) = doc["traceEvents"]
+    assert event["ph"] == "X" and event["dur"] > 0 and note["url"] in event["name"]
+
+
+def test_the_trace_view_limit_is_the_setting_in_megabytes(monkeypatch):
+    monkeypatch.delenv("LIGHTX2V_TB_TRACE_VIEW_MAX_MB", raising=False)
+    assert large.trace_view_max_bytes() == 256_000_000
+    monkeypatch.setenv("LIGHTX2V_TB_TRACE_VIEW_MAX_MB", "3")
+    assert large.trace_view_max_bytes() == 3_000_000

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from lightx2v import settings
@@ -42,7 +42,7 @@ def static_file(name: str) -> Path:
 def check_offline_trace() -> str | None:
     from lightx2v.assets import INSTALL_COMMAND, WEBCOMPONENTS, find
 
-    problem = _check_routes("/trace_embedding.html")
+    problem = check_routes("/trace_embedding.html")
     if problem:
         return problem
     if CDN_POLYFILL_TAG not in static_file("trace_embedding.html").read_text(errors="replace"):
@@ -53,9 +53,16 @@ def check_offline_trace() -> str | None:
     return None
 
 
+def local_polyfill(page: str) -> str:
+    return page.replace(CDN_POLYFILL_TAG, f'<script src=".{POLYFILL_ROUTE}"></script>')
+
+
 def trace_embedding_html() -> bytes:
-    original = static_file("trace_embedding.html").read_text()
-    return original.replace(CDN_POLYFILL_TAG, f'<script src=".{POLYFILL_ROUTE}"></script>').encode()
+    """The Trace view's frame with every applied fix's rewrite (the local polyfill, the large-trace notice)."""
+    page = static_file("trace_embedding.html").read_text()
+    for rewrite in _embedding_rewrites:
+        page = rewrite(page)
+    return page.encode()
 
 
 def polyfill_bytes() -> bytes | None:
@@ -68,7 +75,7 @@ def polyfill_bytes() -> bytes | None:
 # --- a notice instead of a spinner where Google Charts cannot load ---------------------------------------------
 
 def check_charts_notice() -> str | None:
-    problem = _check_routes("/index.html")
+    problem = check_routes("/index.html")
     if problem:
         return problem
     page = static_file("index.html").read_text(errors="replace")
@@ -108,7 +115,7 @@ def trace_browser_url(logdir: str | None, environ: Mapping[str, str] | None = No
 
 # --- the routes ------------------------------------------------------------------------------------------------
 
-def _check_routes(route: str) -> str | None:
+def check_routes(route: str) -> str | None:
     from torch_tb_profiler import plugin
 
     cls = plugin.TorchProfilerPlugin
@@ -121,6 +128,18 @@ def _check_routes(route: str) -> str | None:
 
 
 _routes: dict[str, object] = {}  # route -> function(plugin, request) -> werkzeug Response, added by applied fixes
+_embedding_rewrites: list[Callable[[str], str]] = []  # applied to static/trace_embedding.html, in order
+
+
+def add_embedding_rewrite(rewrite: Callable[[str], str]) -> None:
+    """Serve the Trace view's frame rewritten by `rewrite` too (after the rewrites added before it)."""
+    if rewrite not in _embedding_rewrites:
+        _embedding_rewrites.append(rewrite)
+    add_route("/trace_embedding.html", _embedding)
+
+
+def _embedding(_plugin, _request):
+    return _response(trace_embedding_html(), "text/html; charset=utf-8")
 
 
 def add_route(route: str, handler) -> None:
@@ -154,16 +173,13 @@ def _response(body: bytes, mimetype: str):
 def apply_offline_trace() -> None:
     from werkzeug import exceptions
 
-    def embedding(_plugin, _request):
-        return _response(trace_embedding_html(), "text/html; charset=utf-8")
-
     def polyfill(_plugin, _request):
         body = polyfill_bytes()
         if body is None:
             raise exceptions.NotFound("the polyfill is not installed: python -m lightx2v.assets install")
         return _response(body, "application/javascript; charset=utf-8")
 
-    add_route("/trace_embedding.html", embedding)
+    add_embedding_rewrite(local_polyfill)
     add_route(POLYFILL_ROUTE, polyfill)
 
 

@@ -329,6 +329,9 @@ FIXES: tuple[Fix, ...] = (
         offline.check_offline_trace, offline.apply_offline_trace),
     Fix("charts_notice", "where Google Charts cannot load, the page says so and keeps working instead of spinning",
         "server", offline.check_charts_notice, offline.apply_charts_notice),
+    Fix("trace_limit", "past LIGHTX2V_TB_TRACE_VIEW_MAX_MB of JSON the Trace view says so, with a link to the trace "
+        "browser's Timeline, instead of sending the browser more than it can open", "server",
+        large.check_trace_limit, large.apply_trace_limit),
     Fix("cuda_runtime", "device time counts cuda_runtime / cuda_driver events", "parser",
         _check_runtime_categories, _apply_runtime_categories),
     Fix("call_stacks", "operator call stacks are rebuilt from python_function events", "parser",

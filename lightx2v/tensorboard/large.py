@@ -8,6 +8,15 @@ pipeline (hundreds of MB to GB), measured by `benchmarks/bench_tensorboard_large
   differences of such), so for one step the walk can start at the first range ending after the step starts and
   stop after the last starting at or before its end (bisect; a zero-long step on a range's start is
   that range's one point): the same ranges out.
+- `stream_parse` (parser): 0.4.3 reads the whole file, `json.loads` it and keeps that document alive while it
+  builds its own events and trees: 5-7x the file in RAM. Instead the file is streamed
+  (`lightx2v.trace_summary.reader.TraceStream`) into the plugin's own `RunProfileData`, and what its views never
+  read is dropped on the way: the plain `python_function` frames (most of a `with_stack` trace) become small
+  records, from which the `call_stacks` fix's operator stacks and the Module view's nesting are computed before
+  they go; two of them (the earliest and the last to end) stay as events, so the trace's time span is unchanged;
+  the args no view reads after an event is built are dropped, repeated names are shared. Anything unusual (not a
+  local file, JSON the stream reader rejects, a PyTorch Lightning trace, the 'Record Window End' repair on a
+  trace the Trace view still opens) goes the plugin's own way.
 - `trace_limit` (server): the Trace view sends the whole trace to the browser as one string (Chromium's limit is
   about 512 MB, and its viewer needs several times that to import it), after the plugin itself read the whole file
   into memory. Past `LIGHTX2V_TB_TRACE_VIEW_MAX_MB` (256) its route answers a notice instead, and the Trace
@@ -20,7 +29,9 @@ import bisect
 import logging
 import os
 import struct
+import sys
 import urllib.parse
+from collections.abc import Iterator
 from typing import Any
 
 from lightx2v.tensorboard.fix import code_names, is_fixed, mark_fixed, missing
@@ -69,6 +80,232 @@ def apply_step_ranges() -> None:
 
     mark_fixed(intersection_ranges_lists, original)
     overall_parser.intersection_ranges_lists = intersection_ranges_lists
+
+
+# --- stream_parse --------------------------------------------------------------------------------------------
+
+DAY_US = 24 * 3600 * 1000  # 0.4.3's threshold for dropping a 'Record Window End' event (in its units, as is)
+METADATA_READ = ("Framework", "schemaVersion", "distributedInfo", "deviceProperties")  # RunProfileData.__init__
+_NO_ARGS: dict = {}
+_NO_SHAPE: list = []
+
+
+class NotStreamed(Exception):
+    """This trace goes the plugin's own way (the message says why)."""
+
+
+class Frame:
+    """What is kept of a plain python_function event: enough for call stacks and the Module view's nesting."""
+
+    __slots__ = ("name", "ts", "duration", "tid", "python_id", "parent_id")
+    name: str
+    ts: float
+    duration: float
+    tid: object
+    python_id: Any
+    parent_id: Any
+
+    def __init__(self, event: dict, args: dict | None):
+        self.name = event.get("name")  # type: ignore[assignment]  # what the event has (0.4.3 takes it as is)
+        self.ts = event.get("ts")  # type: ignore[assignment]
+        self.duration = event.get("dur")  # type: ignore[assignment]
+        self.tid = event.get("tid")
+        self.python_id = args.get("Python id") if args else None
+        self.parent_id = args.get("Python parent id") if args else None
+
+
+def check_stream_parse() -> str | None:
+    from torch_tb_profiler.profiler import data, trace
+
+    problem = (missing(data.RunProfileData, "parse", "process", "analyze", "_preprocess_file")
+               or missing(trace, "create_event", "EventTypes", "OperatorEvent", "MemoryEvent"))
+    if problem:
+        return problem
+    if "_preprocess_file" not in code_names(data.RunProfileData.parse):
+        return "RunProfileData.parse no longer reads the file with _preprocess_file"
+    if not {"create_event", "create_association_events"} <= code_names(data.RunProfileData.__init__):
+        return "RunProfileData.__init__ no longer builds its events from traceEvents with trace.create_event"
+    return None
+
+
+def apply_stream_parse() -> None:
+    from torch_tb_profiler.profiler import data
+
+    original = data.RunProfileData.parse
+    if is_fixed(original):
+        return
+
+    def parse(worker, span, path, cache_dir):
+        try:
+            return stream_parse(worker, span, path)
+        except NotStreamed as why:
+            logger.info("lightx2v.tensorboard: %s parsed by the plugin itself: %s", path, why)
+            return original(worker, span, path, cache_dir)
+
+    mark_fixed(parse, original)
+    data.RunProfileData.parse = staticmethod(parse)
+
+
+class _Reader:
+    """One streaming pass: the events the plugin builds, the frames set aside, the markers 0.4.3 repairs."""
+
+    def __init__(self, path: str, metadata: dict | None):
+        from lightx2v.trace_summary.reader import TraceStream
+
+        self.stream = TraceStream(path)
+        self.metadata = metadata
+        self.frames: list[Frame] = []
+        self.markers: list[tuple[bool, Any]] = []  # (is 'Record Window End', ts) in file order
+        self.span_events: list[dict] = []  # the earliest frame and the last to end
+        self._first: dict | None = None
+        self._last: dict | None = None
+        self._last_end: Any = None
+        self._ints: dict[Any, Any] = {}
+
+    def document(self) -> dict:
+        """The document RunProfileData.__init__ reads: metadata (what the file has before traceEvents, unless a
+        first pass told all of it) and the events as a generator."""
+        batches = self.stream.batches()
+        first = next(batches, [])
+        self.seen = dict(self.stream.metadata) if self.metadata is None else self.metadata
+        doc = {key: value for key, value in self.seen.items() if key != "traceEvents"}
+        doc["traceEvents"] = self._events(first, batches)
+        return doc
+
+    def _events(self, first: list[dict], batches: Iterator[list[dict]]) -> Iterator[dict]:
+        intern, ints, frames, markers = sys.intern, self._ints, self.frames, self.markers
+        frame_cat = "python_function"
+        batch: list[dict] | None = first
+        while batch is not None:
+            for event in batch:
+                name, cat = event.get("name"), event.get("cat")
+                if type(name) is str:
+                    event["name"] = name = intern(name)
+                    if name == "Record Window End" or name.startswith("Iteration Start:"):
+                        markers.append((name == "Record Window End", event.get("ts")))
+                if type(cat) is str:
+                    event["cat"] = cat = intern(cat)
+                args = event.get("args")
+                if cat == frame_cat and event.get("ph") == "X" and \
+                        not (args and args.get("Python module id") is not None):
+                    frames.append(Frame(event, args))
+                    self._span(event)
+                    continue
+                pid, tid = event.get("pid"), event.get("tid")  # one int object per thread, not per event
+                if type(pid) is int:
+                    event["pid"] = ints.setdefault(pid, pid)
+                if type(tid) is int:
+                    event["tid"] = ints.setdefault(tid, tid)
+                yield event
+            batch = next(batches, None)
+        for frame in (self._first, self._last):  # frames, for 0.4.3's time span of the trace (ts order: sorted)
+            if frame is not None and not any(frame is kept for kept in self.span_events):
+                self.span_events.append(frame)
+                yield frame
+
+    def _span(self, event: dict) -> None:
+        ts: Any = event.get("ts")
+        dur: Any = event.get("dur")
+        try:
+            if self._first is None or ts < self._first["ts"]:
+                self._first = event
+            end = ts + dur
+            if self._last is None or end > self._last_end:
+                self._last, self._last_end = event, end
+        except TypeError:  # no ts or dur: 0.4.3 fails on such an event; so do we (the plugin's way)
+            raise NotStreamed("a python_function event without ts or dur") from None
+
+    def window_end_dropped(self) -> bool:
+        """Whether 0.4.3 would delete a 'Record Window End' event (its end more than a day after the iteration's
+        start): the same reverse scan, over the marker events only."""
+        end = start = None
+        for is_end, ts in reversed(self.markers):
+            if is_end:
+                end = ts
+            else:
+                start = ts
+            if start is not None and end is not None:
+                break
+        return start is not None and end is not None and end - start > DAY_US
+
+
+def stream_parse(worker, span, path):
+    """RunProfileData for `path`, built from the streamed events (see the module's doc); NotStreamed when the
+    plugin's own parse must do it."""
+    from lightx2v.trace_summary.errors import TraceError
+
+    if not os.path.isfile(path):
+        raise NotStreamed("not a local file")
+    metadata = None
+    for _ in range(2):
+        reader = _Reader(path, metadata)
+        try:
+            profile = _build(worker, span, reader)
+        except TraceError as exc:
+            raise NotStreamed(str(exc)) from None
+        final = reader.stream.metadata
+        if all(final.get(key) == reader.seen.get(key) for key in METADATA_READ):
+            break
+        metadata = final  # a key 0.4.3 reads comes after traceEvents: once more, with the whole metadata known
+    else:
+        raise NotStreamed("its metadata changed between two passes")
+    if final.get("Framework") == "pytorch-lightning":
+        raise NotStreamed("a PyTorch Lightning trace")
+    if reader.window_end_dropped():
+        if reader.stream.bytes_read <= trace_view_max_bytes():
+            raise NotStreamed("0.4.3 rewrites it without its 'Record Window End' event for the Trace view")
+        profile.events = [e for e in profile.events if e.name != "Record Window End"]  # no Trace view past the limit
+    _finish(profile, reader)
+    profile.trace_file_path = path
+    profile.lightx2v_streamed = True
+    profile.process()
+    profile.analyze()
+    return profile
+
+
+def _build(worker, span, reader: _Reader):
+    from torch_tb_profiler.profiler import data
+
+    return data.RunProfileData(worker, span, reader.document())
+
+
+def _finish(profile, reader: _Reader) -> None:
+    """Before 0.4.3 processes the events: the frames' work, then the frames and unread args go."""
+    from torch_tb_profiler.profiler import data, trace
+
+    from lightx2v.tensorboard.callstack import attach_call_stacks
+
+    types = trace.EventTypes
+    events = profile.events
+    if is_fixed(data.RunProfileData.process):  # the call_stacks fix is on in this process: its work, done here
+        attach_call_stacks(reader.frames, (e for e in events if e.type == types.OPERATOR
+                                           and isinstance(e, trace.OperatorEvent)))
+        profile.call_stacks_attached = True
+    modules = [e for e in events if e.type == types.MODULE]
+    if modules:
+        _module_parents(modules, reader.frames)
+    for event in events:
+        if event.type != types.MEMORY:
+            event.args = _NO_ARGS
+        if type(getattr(event, "input_shape", None)) is list and not event.input_shape:
+            event.input_shape = _NO_SHAPE
+    sentinel = -1
+    for event in events:  # the two frames kept for the time span: no part in the Module view's nesting
+        if event.type == types.PYTHON_FUNCTION:
+            event.python_id, event.python_parent_id, sentinel = sentinel, None, sentinel - 1
+    reader.frames.clear()
+
+
+def _module_parents(modules: list, frames: list[Frame]) -> None:
+    """Each module's parent id becomes its nearest enclosing module's (through the frames between them, which
+    are dropped), or None: the nesting 0.4.3's Module view would find with every frame present."""
+    module_ids = {m.python_id for m in modules}
+    frame_parent = {f.python_id: f.parent_id for f in frames if f.python_id is not None}
+    for module in modules:
+        parent, hops = module.python_parent_id, 0
+        while parent is not None and parent not in module_ids and hops < 10_000:
+            parent, hops = frame_parent.get(parent), hops + 1
+        module.python_parent_id = parent if parent in module_ids else None
 
 
 # --- trace_limit ---------------------------------------------------------------------------------------------

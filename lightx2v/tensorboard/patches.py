@@ -266,7 +266,8 @@ def _apply_call_stacks() -> None:
     frame_types = {trace.EventTypes.PYTHON_FUNCTION, getattr(trace.EventTypes, "MODULE", None)}
 
     def process(self):
-        events = getattr(self, "events", None) or []
+        # stream_parse attached them already, from the frames it then dropped
+        events = [] if getattr(self, "call_stacks_attached", False) else getattr(self, "events", None) or []
         attach_call_stacks(
             (e for e in events if e.type in frame_types),
             (e for e in events if e.type == trace.EventTypes.OPERATOR and isinstance(e, trace.OperatorEvent)),
@@ -340,6 +341,8 @@ FIXES: tuple[Fix, ...] = (
         "twice and, with device time, divided by zero on)", "parser", _check_gpu_steps, _apply_gpu_steps),
     Fix("step_ranges", "the Overview's per-step costs bisect the trace's busy ranges instead of walking them "
         "from the start for every step", "parser", large.check_step_ranges, large.apply_step_ranges),
+    Fix("stream_parse", "traces are streamed into the plugin, the events and args no view reads dropped on the way",
+        "parser", large.check_stream_parse, large.apply_stream_parse),
 )
 
 

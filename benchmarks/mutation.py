@@ -82,6 +82,7 @@ FAST_TESTS: dict[str, list[str]] = {
                                                "tests/test_capture_states.py", "tests/test_capture_rules.py", "-k",
                                                "not typo_in_the_profiling_switch"],
     "lightx2v/capture/control.py": _CAPTURE,
+    "lightx2v/trace_summary/enclosing.py": ["tests/test_enclosing_rules.py", "tests/test_launch_rules.py"],
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),
@@ -118,6 +119,8 @@ _CACHE = "a cache of keys built once: missing it builds the same key again"
 _TAG_CASE = "HTML tag and attribute names are case-insensitive: </SECTION>, <BR>, <H3>, SELECTED are the same"
 _NONZERO = "inside `if delta` (or after `not delta` returned): the delta is never 0, so >= 0 and > 0 agree"
 _SEVEN_ROWS = "the figures table always has its seven rows: the sentence for an empty one is never shown"
+_UNSIGNED = ("an array of indices typed 'L' (unsigned) instead of 'l': indices are never negative, so it holds "
+             "the same values (and compares equal)")
 _MATCHED = ("_run_order sorts only folders whose name run_label matched (previous_runs groups by label): its "
             "no-match branch never runs")
 EQUIVALENT: dict[str, str] = {
@@ -237,6 +240,12 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_summary.launch.x_launch_chain__mutmut_128": "with no External id at all, trusting it links nothing",
     "lightx2v.trace_summary.launch.x__labels__mutmut_20": _CACHE,
     "lightx2v.trace_summary.launch.x__labels__mutmut_21": _CACHE,
+    # trace_summary/enclosing.py
+    "lightx2v.trace_summary.enclosing.xǁEnclosingǁwalk__mutmut_3": _STRICT,
+    "lightx2v.trace_summary.enclosing.xǁEnclosingǁwalk__mutmut_6": _STRICT,
+    "lightx2v.trace_summary.enclosing.xǁEnclosingǁwalk__mutmut_7": _STRICT,
+    "lightx2v.trace_summary.enclosing.x_by_thread_in_order__mutmut_8": _UNSIGNED,
+    "lightx2v.trace_summary.enclosing.x_by_thread_in_order__mutmut_23": _UNSIGNED,
     # trace_browser/compare.py
     "lightx2v.trace_browser.compare.x__run_order__mutmut_5": _MATCHED,
     "lightx2v.trace_browser.compare.x__run_order__mutmut_15": _MATCHED,

@@ -83,6 +83,7 @@ FAST_TESTS: dict[str, list[str]] = {
                                                "not typo_in_the_profiling_switch"],
     "lightx2v/capture/control.py": _CAPTURE,
     "lightx2v/trace_summary/enclosing.py": ["tests/test_enclosing_rules.py", "tests/test_launch_rules.py"],
+    "lightx2v/trace_summary/ratios.py": ["tests/test_ratios_rules.py"],
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),

@@ -84,6 +84,7 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/capture/control.py": _CAPTURE,
     "lightx2v/trace_summary/enclosing.py": ["tests/test_enclosing_rules.py", "tests/test_launch_rules.py"],
     "lightx2v/trace_summary/ratios.py": ["tests/test_ratios_rules.py"],
+    "lightx2v/trace_summary/peaks.py": ["tests/test_peaks_rules.py"],
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),
@@ -247,6 +248,10 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_summary.enclosing.xǁEnclosingǁwalk__mutmut_7": _STRICT,
     "lightx2v.trace_summary.enclosing.x_by_thread_in_order__mutmut_8": _UNSIGNED,
     "lightx2v.trace_summary.enclosing.x_by_thread_in_order__mutmut_23": _UNSIGNED,
+    # trace_summary/peaks.py
+    "lightx2v.trace_summary.peaks.x_peak_tflops__mutmut_19": "a peak's tflops are keyed by dtype names only: "
+                                                             "looking up no column (None) finds None, as the "
+                                                             "shortcut gives",
     # trace_browser/compare.py
     "lightx2v.trace_browser.compare.x__run_order__mutmut_5": _MATCHED,
     "lightx2v.trace_browser.compare.x__run_order__mutmut_15": _MATCHED,

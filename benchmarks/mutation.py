@@ -85,6 +85,7 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/enclosing.py": ["tests/test_enclosing_rules.py", "tests/test_launch_rules.py"],
     "lightx2v/trace_summary/ratios.py": ["tests/test_ratios_rules.py"],
     "lightx2v/trace_summary/peaks.py": ["tests/test_peaks_rules.py"],
+    "lightx2v/trace_summary/optree.py": ["tests/test_optree_rules.py"],
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),
@@ -123,6 +124,8 @@ _NONZERO = "inside `if delta` (or after `not delta` returned): the delta is neve
 _SEVEN_ROWS = "the figures table always has its seven rows: the sentence for an empty one is never shown"
 _UNSIGNED = ("an array of indices typed 'L' (unsigned) instead of 'l': indices are never negative, so it holds "
              "the same values (and compares equal)")
+_ALWAYS_SORTED = ("sorting ops that are already in (start, -duration) order keeps that order (a stable sort): "
+                  "the walk nests them the same, only slower")
 _MATCHED = ("_run_order sorts only folders whose name run_label matched (previous_runs groups by label): its "
             "no-match branch never runs")
 EQUIVALENT: dict[str, str] = {
@@ -252,6 +255,11 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_summary.peaks.x_peak_tflops__mutmut_19": "a peak's tflops are keyed by dtype names only: "
                                                              "looking up no column (None) finds None, as the "
                                                              "shortcut gives",
+    # trace_summary/optree.py
+    "lightx2v.trace_summary.optree.x_op_tree__mutmut_3": _ALWAYS_SORTED,
+    "lightx2v.trace_summary.optree.x_op_tree__mutmut_19": "check=None is false as False is",
+    "lightx2v.trace_summary.optree.x_op_tree__mutmut_35": "the walk's check never fails on the order the walk was "
+                                                          "sorted into: checking it gives the same result",
     # trace_browser/compare.py
     "lightx2v.trace_browser.compare.x__run_order__mutmut_5": _MATCHED,
     "lightx2v.trace_browser.compare.x__run_order__mutmut_15": _MATCHED,

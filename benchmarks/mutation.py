@@ -86,6 +86,7 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/ratios.py": ["tests/test_ratios_rules.py"],
     "lightx2v/trace_summary/peaks.py": ["tests/test_peaks_rules.py"],
     "lightx2v/trace_summary/optree.py": ["tests/test_optree_rules.py"],
+    "lightx2v/trace_summary/cpu_ops.py": ["tests/test_cpu_ops_rules.py"],
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),
@@ -260,6 +261,13 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_summary.optree.x_op_tree__mutmut_19": "check=None is false as False is",
     "lightx2v.trace_summary.optree.x_op_tree__mutmut_35": "the walk's check never fails on the order the walk was "
                                                           "sorted into: checking it gives the same result",
+    # trace_summary/cpu_ops.py
+    "lightx2v.trace_summary.cpu_ops.x_cpu_op_stats__mutmut_8": _STRICT,
+    "lightx2v.trace_summary.cpu_ops.x_cpu_op_stats__mutmut_11": _STRICT,
+    "lightx2v.trace_summary.cpu_ops.x_cpu_op_stats__mutmut_12": _STRICT,
+    "lightx2v.trace_summary.cpu_ops.x_cpu_op_stats__mutmut_15": "a self time of exactly 0 set to 0: the same number "
+                                                                "(x - x is +0.0; only a file's dur of -0.0 would "
+                                                                "then print 0.0 instead of -0.0)",
     # trace_browser/compare.py
     "lightx2v.trace_browser.compare.x__run_order__mutmut_5": _MATCHED,
     "lightx2v.trace_browser.compare.x__run_order__mutmut_15": _MATCHED,

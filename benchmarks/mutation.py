@@ -87,6 +87,8 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/peaks.py": ["tests/test_peaks_rules.py"],
     "lightx2v/trace_summary/optree.py": ["tests/test_optree_rules.py"],
     "lightx2v/trace_summary/cpu_ops.py": ["tests/test_cpu_ops_rules.py"],
+    "lightx2v/trace_summary/efficiency.py": ["tests/test_efficiency_rules.py"],
+    "lightx2v/trace_summary/efficiency_diff.py": ["tests/test_efficiency_diff_rules.py"],
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),
@@ -127,6 +129,14 @@ _UNSIGNED = ("an array of indices typed 'L' (unsigned) instead of 'l': indices a
              "the same values (and compares equal)")
 _ALWAYS_SORTED = ("sorting ops that are already in (start, -duration) order keeps that order (a stable sort): "
                   "the walk nests them the same, only slower")
+_FLAG = "a bytearray flag only tested for truth: 2 is as true as 1"
+_EMPTY_GET = "looking anything up in an empty dict finds None, as the shortcut gives"
+_PLUS_ONE_EACH = ("one more unit on every entry's total (each starts at 1, not 0): the ranking by total is the same "
+                  "(entries are only ranked)")
+_SET_TOGETHER = ("a row's flops, bytes and dtype come from one cost (a cost's dtype is never '': unknown reads "
+                 "'?'): none is set without the others")
+_UNIT_NAMES = ("units are ops whose names are in shapes_of (the pass's MODELED, all in CLASS_OF), whose model's "
+               "class is CLASS_OF's: neither the cost's class nor CLASS_OF's default is ever different")
 _MATCHED = ("_run_order sorts only folders whose name run_label matched (previous_runs groups by label): its "
             "no-match branch never runs")
 EQUIVALENT: dict[str, str] = {
@@ -268,6 +278,38 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_summary.cpu_ops.x_cpu_op_stats__mutmut_15": "a self time of exactly 0 set to 0: the same number "
                                                                 "(x - x is +0.0; only a file's dur of -0.0 would "
                                                                 "then print 0.0 instead of -0.0)",
+    # trace_summary/efficiency.py
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_12": _UNSIGNED,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_119": "thread ids typed 'L' (unsigned) instead of 'l': "
+                                                                  "they are never negative",
+    "lightx2v.trace_summary.efficiency.x__units__mutmut_44": _UNSIGNED,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_27": _STRICT,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_30": _STRICT,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_31": _STRICT,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_136": _STRICT,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_139": _STRICT,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_140": _STRICT,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_39": _EMPTY_GET,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_102": _FLAG,
+    "lightx2v.trace_summary.efficiency.x__units__mutmut_30": _FLAG,
+    "lightx2v.trace_summary.efficiency.x__units__mutmut_36": _FLAG,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_132": "the first GPU event's op differs from None as "
+                                                                  "from NONE unless it is NONE, and then both find "
+                                                                  "no unit",
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_174": _PLUS_ONE_EACH,
+    "lightx2v.trace_summary.efficiency.x__classes__mutmut_35": _PLUS_ONE_EACH,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_211": _SET_TOGETHER,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_212": _SET_TOGETHER,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_222": "_classes does not read its target_pct",
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_223": "_classes does not read its n_steps",
+    "lightx2v.trace_summary.efficiency.xǁ_Groupǁ__init____mutmut_7": "_rank_kernels sets every group's labels "
+                                                                     "before any row reads them",
+    "lightx2v.trace_summary.efficiency.x__op_row__mutmut_29": _UNIT_NAMES,
+    "lightx2v.trace_summary.efficiency.x__op_row__mutmut_32": _UNIT_NAMES,
+    "lightx2v.trace_summary.efficiency.x__op_row__mutmut_34": _UNIT_NAMES,
+    "lightx2v.trace_summary.efficiency.x__op_row__mutmut_35": _UNIT_NAMES,
+    "lightx2v.trace_summary.efficiency.x__classes__mutmut_20": "with no row of known dtype _rates(0, 0, 0) gives "
+                                                               "(None, None, None) too",
     # trace_browser/compare.py
     "lightx2v.trace_browser.compare.x__run_order__mutmut_5": _MATCHED,
     "lightx2v.trace_browser.compare.x__run_order__mutmut_15": _MATCHED,

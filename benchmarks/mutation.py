@@ -89,6 +89,11 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/cpu_ops.py": ["tests/test_cpu_ops_rules.py"],
     "lightx2v/trace_summary/efficiency.py": ["tests/test_efficiency_rules.py"],
     "lightx2v/trace_summary/efficiency_diff.py": ["tests/test_efficiency_diff_rules.py"],
+    "lightx2v/trace_summary/collect.py": ["tests/test_collect_rules.py"],
+    # the reader against json.load on hand-made documents (not the H200 fixture's whole-file comparisons, nor the
+    # real CPU capture: seconds a mutant)
+    "lightx2v/trace_summary/reader.py": ["tests/test_reader_rules.py", "tests/test_trace_summary_reader.py", "-k",
+                                         "not h200 and not skipping_drops"],
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),
@@ -137,6 +142,17 @@ _SET_TOGETHER = ("a row's flops, bytes and dtype come from one cost (a cost's dt
                  "'?'): none is set without the others")
 _UNIT_NAMES = ("units are ops whose names are in shapes_of (the pass's MODELED, all in CLASS_OF), whose model's "
                "class is CLASS_OF's: neither the cost's class nor CLASS_OF's default is ever different")
+_FALSE_NONE = "a flag only tested for truth: None is as false as False"
+_CODEC_CASE = "codec names are case-insensitive: 'UTF-8' is 'utf-8'"
+_NO_LEADING_BACKSLASH = ("the search starts at the event's '{': a backslash found is after it, never at 0, so < 0, "
+                         "<= 0 and < 1 agree")
+_EXACT_AT_BRACE = ("unreachable: the exact decode of an event always starts at a '{' (checked before, or the cut's), "
+                   "so it gives a dict or raises")
+_WINDOW = "how the exact decode's window grows and fills: the same value or error, only found with more or less work"
+_GZIP_MODE = "GzipFile's mode defaults to its file object's, opened 'rb'"
+_UNSIGNED_IDS = ("an array of thread or name ids typed 'L' (unsigned) instead of 'l': ids count up from 0, never "
+                 "negative, so it holds the same values (and compares equal)")
+_SPAN_TIE = "widening the span to a value equal to its end: the same span"
 _MATCHED = ("_run_order sorts only folders whose name run_label matched (previous_runs groups by label): its "
             "no-match branch never runs")
 EQUIVALENT: dict[str, str] = {
@@ -310,6 +326,40 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_summary.efficiency.x__op_row__mutmut_35": _UNIT_NAMES,
     "lightx2v.trace_summary.efficiency.x__classes__mutmut_20": "with no row of known dtype _rates(0, 0, 0) gives "
                                                                "(None, None, None) too",
+    # trace_summary/collect.py
+    **{f"lightx2v.trace_summary.collect.xǁCollectedǁ__init____mutmut_{n}": _UNSIGNED_IDS
+       for n in (14, 17, 30, 33, 54, 57, 76, 87, 90)},
+    "lightx2v.trace_summary.collect.xǁCollectedǁ__init____mutmut_108": "float('INF') is the same infinity",
+    "lightx2v.trace_summary.collect.xǁCollectedǁ__init____mutmut_111": "float('-INF') is the same infinity",
+    "lightx2v.trace_summary.collect.xǁCollectedǁfeed__mutmut_268": _SPAN_TIE,
+    "lightx2v.trace_summary.collect.xǁCollectedǁfeed__mutmut_270": _SPAN_TIE,
+    "lightx2v.trace_summary.collect.xǁCollectedǁ_base_of__mutmut_21": "a batch without a usable X event's ts keeps no "
+                                                                     "timed event: the base it returns is never used",
+    # trace_summary/reader.py
+    "lightx2v.trace_summary.reader.x__skip_ws__mutmut_7": "the whitespace pattern matches the empty string: there "
+                                                          "is always a match",
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ__init____mutmut_36": _FALSE_NONE,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_document__mutmut_29": _FALSE_NONE,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_document__mutmut_31": _FALSE_NONE,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_document__mutmut_2": "one chunk more read before looking for the "
+                                                                       "byte order mark: the same bytes",
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_exact_value__mutmut_7": _WINDOW + " (it fills later, once the "
+                                                                          "window has outgrown the buffer)",
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_exact_value__mutmut_9": _WINDOW + " (one chunk more read first)",
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_exact_value__mutmut_16": _WINDOW + " (one more try, with a "
+                                                                           "window past the end, before the same "
+                                                                           "answer)",
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_exact_value__mutmut_42": _WINDOW + " (grown x5, not x4)",
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_exact_value__mutmut_64": _WINDOW + " (grown x5, not x4)",
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_event_batches__mutmut_29": _FALSE_NONE,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_event_batches__mutmut_62": _NO_LEADING_BACKSLASH,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_event_batches__mutmut_63": _NO_LEADING_BACKSLASH,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_event_batches__mutmut_95": _EXACT_AT_BRACE,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_event_batches__mutmut_96": _EXACT_AT_BRACE,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_open__mutmut_36": _GZIP_MODE,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_open__mutmut_38": _GZIP_MODE,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_exact_value__mutmut_23": _CODEC_CASE,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_snippet__mutmut_9": _CODEC_CASE,
     # trace_browser/compare.py
     "lightx2v.trace_browser.compare.x__run_order__mutmut_5": _MATCHED,
     "lightx2v.trace_browser.compare.x__run_order__mutmut_15": _MATCHED,

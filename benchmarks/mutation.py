@@ -90,6 +90,8 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/efficiency.py": ["tests/test_efficiency_rules.py"],
     "lightx2v/trace_summary/efficiency_diff.py": ["tests/test_efficiency_diff_rules.py"],
     "lightx2v/trace_summary/collect.py": ["tests/test_collect_rules.py"],
+    # the models on hand-made shapes (not tests/test_trace_summary_flops.py: a torch capture per case)
+    "lightx2v/trace_summary/flops.py": ["tests/test_flops_rules.py"],
     # the reader against json.load on hand-made documents (not the H200 fixture's whole-file comparisons, nor the
     # real CPU capture: seconds a mutant)
     "lightx2v/trace_summary/reader.py": ["tests/test_reader_rules.py", "tests/test_trace_summary_reader.py", "-k",
@@ -104,6 +106,13 @@ ONLY_FUNCTIONS: dict[str, list[str]] = {
     "lightx2v/utils/torch_trace_profiler.py": [
         "x__env_flag", "x__find_bad_field", "x__job_plan", "x__read_plan", "x__text", "x__with_rank_suffix", "x__slug",
         "x__size", "xǁ_JobArmǁmove", "xǁ_JobArmǁdescribe", "xǁ_Sessionǁ*"],
+    # the FLOP models: the GEMM family and the argument helpers every model reads (attention, convolution, norms,
+    # softmax, scaled_mm and copies not yet: tests/test_trace_summary_flops.py checks those against torch). Not
+    # _elementwise: it runs at import (building MODELS) before mutmut switches a mutant on, so none of its mutants
+    # can take effect (tests/test_flops_rules.py checks its models all the same)
+    "lightx2v/trace_summary/flops.py": [
+        "x__gemm", "x__mm", "x__addmm", "x__bmm", "x__matmul", "x__linear", "xǁ_Argsǁ*", "x_cost", "x_signature",
+        "x__broadcast"],
 }
 
 # mutant -> why it cannot change behaviour (an equivalent mutant: no test can kill it). mutmut names a mutant
@@ -149,6 +158,9 @@ _NO_LEADING_BACKSLASH = ("the search starts at the event's '{': a backslash foun
 _EXACT_AT_BRACE = ("unreachable: the exact decode of an event always starts at a '{' (checked before, or the cut's), "
                    "so it gives a dict or raises")
 _WINDOW = "how the exact decode's window grows and fills: the same value or error, only found with more or less work"
+_LEN_NONE = ("a shape left None then reaches len(None): cost() catches that TypeError and gives None, as the "
+             "first test does")
+_NO_DTYPE = "'' and 'XXXX' are alike no dtype name: the default is looked up either way"
 _GZIP_MODE = "GzipFile's mode defaults to its file object's, opened 'rb'"
 _UNSIGNED_IDS = ("an array of thread or name ids typed 'L' (unsigned) instead of 'l': ids count up from 0, never "
                  "negative, so it holds the same values (and compares equal)")
@@ -335,6 +347,22 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_summary.collect.xǁCollectedǁfeed__mutmut_270": _SPAN_TIE,
     "lightx2v.trace_summary.collect.xǁCollectedǁ_base_of__mutmut_21": "a batch without a usable X event's ts keeps no "
                                                                      "timed event: the base it returns is never used",
+    # trace_summary/flops.py (its ONLY_FUNCTIONS)
+    "lightx2v.trace_summary.flops.x__mm__mutmut_9": _LEN_NONE,
+    "lightx2v.trace_summary.flops.x__addmm__mutmut_9": _LEN_NONE,
+    "lightx2v.trace_summary.flops.x__bmm__mutmut_10": _LEN_NONE,
+    "lightx2v.trace_summary.flops.x__bmm__mutmut_11": _LEN_NONE,
+    "lightx2v.trace_summary.flops.x__matmul__mutmut_6": _LEN_NONE,
+    "lightx2v.trace_summary.flops.x__linear__mutmut_8": _LEN_NONE,
+    "lightx2v.trace_summary.flops.x_cost__mutmut_4": "an op without a model then calls None: cost() catches that "
+                                                     "TypeError and gives None; dims that are no list fit no model",
+    "lightx2v.trace_summary.flops.xǁ_Argsǁitemsize__mutmut_8": _NO_DTYPE,
+    "lightx2v.trace_summary.flops.xǁ_Argsǁdtype__mutmut_8": _NO_DTYPE,
+    "lightx2v.trace_summary.flops.xǁ_Argsǁitemsize__mutmut_10": "itemsize reads the default's size, not its name",
+    "lightx2v.trace_summary.flops.xǁ_Argsǁdtype__mutmut_9": "dtype reads the default's name, not its size",
+    "lightx2v.trace_summary.flops.x_signature__mutmut_8": "signature reads shapes and types only, never the "
+                                                          "concrete inputs",
+    **{f"lightx2v.trace_summary.flops.x__matmul__mutmut_{n}": _STRICT for n in (58, 61, 62, 71, 74, 75)},
     # trace_summary/reader.py
     "lightx2v.trace_summary.reader.x__skip_ws__mutmut_7": "the whitespace pattern matches the empty string: there "
                                                           "is always a match",

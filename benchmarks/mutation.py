@@ -82,6 +82,20 @@ FAST_TESTS: dict[str, list[str]] = {
                                                "tests/test_capture_states.py", "tests/test_capture_rules.py", "-k",
                                                "not typo_in_the_profiling_switch"],
     "lightx2v/capture/control.py": _CAPTURE,
+    "lightx2v/trace_summary/enclosing.py": ["tests/test_enclosing_rules.py", "tests/test_launch_rules.py"],
+    "lightx2v/trace_summary/ratios.py": ["tests/test_ratios_rules.py"],
+    "lightx2v/trace_summary/peaks.py": ["tests/test_peaks_rules.py"],
+    "lightx2v/trace_summary/optree.py": ["tests/test_optree_rules.py"],
+    "lightx2v/trace_summary/cpu_ops.py": ["tests/test_cpu_ops_rules.py"],
+    "lightx2v/trace_summary/efficiency.py": ["tests/test_efficiency_rules.py"],
+    "lightx2v/trace_summary/efficiency_diff.py": ["tests/test_efficiency_diff_rules.py"],
+    "lightx2v/trace_summary/collect.py": ["tests/test_collect_rules.py"],
+    # the models on hand-made shapes (not tests/test_trace_summary_flops.py: a torch capture per case)
+    "lightx2v/trace_summary/flops.py": ["tests/test_flops_rules.py"],
+    # the reader against json.load on hand-made documents (not the H200 fixture's whole-file comparisons, nor the
+    # real CPU capture: seconds a mutant)
+    "lightx2v/trace_summary/reader.py": ["tests/test_reader_rules.py", "tests/test_trace_summary_reader.py", "-k",
+                                         "not h200 and not skipping_drops"],
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),
@@ -92,6 +106,13 @@ ONLY_FUNCTIONS: dict[str, list[str]] = {
     "lightx2v/utils/torch_trace_profiler.py": [
         "x__env_flag", "x__find_bad_field", "x__job_plan", "x__read_plan", "x__text", "x__with_rank_suffix", "x__slug",
         "x__size", "xǁ_JobArmǁmove", "xǁ_JobArmǁdescribe", "xǁ_Sessionǁ*"],
+    # the FLOP models: the GEMM family and the argument helpers every model reads (attention, convolution, norms,
+    # softmax, scaled_mm and copies not yet: tests/test_trace_summary_flops.py checks those against torch). Not
+    # _elementwise: it runs at import (building MODELS) before mutmut switches a mutant on, so none of its mutants
+    # can take effect (tests/test_flops_rules.py checks its models all the same)
+    "lightx2v/trace_summary/flops.py": [
+        "x__gemm", "x__mm", "x__addmm", "x__bmm", "x__matmul", "x__linear", "xǁ_Argsǁ*", "x_cost", "x_signature",
+        "x__broadcast"],
 }
 
 # mutant -> why it cannot change behaviour (an equivalent mutant: no test can kill it). mutmut names a mutant
@@ -118,6 +139,32 @@ _CACHE = "a cache of keys built once: missing it builds the same key again"
 _TAG_CASE = "HTML tag and attribute names are case-insensitive: </SECTION>, <BR>, <H3>, SELECTED are the same"
 _NONZERO = "inside `if delta` (or after `not delta` returned): the delta is never 0, so >= 0 and > 0 agree"
 _SEVEN_ROWS = "the figures table always has its seven rows: the sentence for an empty one is never shown"
+_UNSIGNED = ("an array of indices typed 'L' (unsigned) instead of 'l': indices are never negative, so it holds "
+             "the same values (and compares equal)")
+_ALWAYS_SORTED = ("sorting ops that are already in (start, -duration) order keeps that order (a stable sort): "
+                  "the walk nests them the same, only slower")
+_FLAG = "a bytearray flag only tested for truth: 2 is as true as 1"
+_EMPTY_GET = "looking anything up in an empty dict finds None, as the shortcut gives"
+_PLUS_ONE_EACH = ("one more unit on every entry's total (each starts at 1, not 0): the ranking by total is the same "
+                  "(entries are only ranked)")
+_SET_TOGETHER = ("a row's flops, bytes and dtype come from one cost (a cost's dtype is never '': unknown reads "
+                 "'?'): none is set without the others")
+_UNIT_NAMES = ("units are ops whose names are in shapes_of (the pass's MODELED, all in CLASS_OF), whose model's "
+               "class is CLASS_OF's: neither the cost's class nor CLASS_OF's default is ever different")
+_FALSE_NONE = "a flag only tested for truth: None is as false as False"
+_CODEC_CASE = "codec names are case-insensitive: 'UTF-8' is 'utf-8'"
+_NO_LEADING_BACKSLASH = ("the search starts at the event's '{': a backslash found is after it, never at 0, so < 0, "
+                         "<= 0 and < 1 agree")
+_EXACT_AT_BRACE = ("unreachable: the exact decode of an event always starts at a '{' (checked before, or the cut's), "
+                   "so it gives a dict or raises")
+_WINDOW = "how the exact decode's window grows and fills: the same value or error, only found with more or less work"
+_LEN_NONE = ("a shape left None then reaches len(None): cost() catches that TypeError and gives None, as the "
+             "first test does")
+_NO_DTYPE = "'' and 'XXXX' are alike no dtype name: the default is looked up either way"
+_GZIP_MODE = "GzipFile's mode defaults to its file object's, opened 'rb'"
+_UNSIGNED_IDS = ("an array of thread or name ids typed 'L' (unsigned) instead of 'l': ids count up from 0, never "
+                 "negative, so it holds the same values (and compares equal)")
+_SPAN_TIE = "widening the span to a value equal to its end: the same span"
 _MATCHED = ("_run_order sorts only folders whose name run_label matched (previous_runs groups by label): its "
             "no-match branch never runs")
 EQUIVALENT: dict[str, str] = {
@@ -237,6 +284,110 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_summary.launch.x_launch_chain__mutmut_128": "with no External id at all, trusting it links nothing",
     "lightx2v.trace_summary.launch.x__labels__mutmut_20": _CACHE,
     "lightx2v.trace_summary.launch.x__labels__mutmut_21": _CACHE,
+    # trace_summary/enclosing.py
+    "lightx2v.trace_summary.enclosing.xǁEnclosingǁwalk__mutmut_3": _STRICT,
+    "lightx2v.trace_summary.enclosing.xǁEnclosingǁwalk__mutmut_6": _STRICT,
+    "lightx2v.trace_summary.enclosing.xǁEnclosingǁwalk__mutmut_7": _STRICT,
+    "lightx2v.trace_summary.enclosing.x_by_thread_in_order__mutmut_8": _UNSIGNED,
+    "lightx2v.trace_summary.enclosing.x_by_thread_in_order__mutmut_23": _UNSIGNED,
+    # trace_summary/peaks.py
+    "lightx2v.trace_summary.peaks.x_peak_tflops__mutmut_19": "a peak's tflops are keyed by dtype names only: "
+                                                             "looking up no column (None) finds None, as the "
+                                                             "shortcut gives",
+    # trace_summary/optree.py
+    "lightx2v.trace_summary.optree.x_op_tree__mutmut_3": _ALWAYS_SORTED,
+    "lightx2v.trace_summary.optree.x_op_tree__mutmut_19": "check=None is false as False is",
+    "lightx2v.trace_summary.optree.x_op_tree__mutmut_35": "the walk's check never fails on the order the walk was "
+                                                          "sorted into: checking it gives the same result",
+    # trace_summary/cpu_ops.py
+    "lightx2v.trace_summary.cpu_ops.x_cpu_op_stats__mutmut_8": _STRICT,
+    "lightx2v.trace_summary.cpu_ops.x_cpu_op_stats__mutmut_11": _STRICT,
+    "lightx2v.trace_summary.cpu_ops.x_cpu_op_stats__mutmut_12": _STRICT,
+    "lightx2v.trace_summary.cpu_ops.x_cpu_op_stats__mutmut_15": "a self time of exactly 0 set to 0: the same number "
+                                                                "(x - x is +0.0; only a file's dur of -0.0 would "
+                                                                "then print 0.0 instead of -0.0)",
+    # trace_summary/efficiency.py
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_12": _UNSIGNED,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_119": "thread ids typed 'L' (unsigned) instead of 'l': "
+                                                                  "they are never negative",
+    "lightx2v.trace_summary.efficiency.x__units__mutmut_44": _UNSIGNED,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_27": _STRICT,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_30": _STRICT,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_31": _STRICT,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_136": _STRICT,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_139": _STRICT,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_140": _STRICT,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_39": _EMPTY_GET,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_102": _FLAG,
+    "lightx2v.trace_summary.efficiency.x__units__mutmut_30": _FLAG,
+    "lightx2v.trace_summary.efficiency.x__units__mutmut_36": _FLAG,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_132": "the first GPU event's op differs from None as "
+                                                                  "from NONE unless it is NONE, and then both find "
+                                                                  "no unit",
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_174": _PLUS_ONE_EACH,
+    "lightx2v.trace_summary.efficiency.x__classes__mutmut_35": _PLUS_ONE_EACH,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_211": _SET_TOGETHER,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_212": _SET_TOGETHER,
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_222": "_classes does not read its target_pct",
+    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_223": "_classes does not read its n_steps",
+    "lightx2v.trace_summary.efficiency.xǁ_Groupǁ__init____mutmut_7": "_rank_kernels sets every group's labels "
+                                                                     "before any row reads them",
+    "lightx2v.trace_summary.efficiency.x__op_row__mutmut_29": _UNIT_NAMES,
+    "lightx2v.trace_summary.efficiency.x__op_row__mutmut_32": _UNIT_NAMES,
+    "lightx2v.trace_summary.efficiency.x__op_row__mutmut_34": _UNIT_NAMES,
+    "lightx2v.trace_summary.efficiency.x__op_row__mutmut_35": _UNIT_NAMES,
+    "lightx2v.trace_summary.efficiency.x__classes__mutmut_20": "with no row of known dtype _rates(0, 0, 0) gives "
+                                                               "(None, None, None) too",
+    # trace_summary/collect.py
+    **{f"lightx2v.trace_summary.collect.xǁCollectedǁ__init____mutmut_{n}": _UNSIGNED_IDS
+       for n in (14, 17, 30, 33, 54, 57, 76, 87, 90)},
+    "lightx2v.trace_summary.collect.xǁCollectedǁ__init____mutmut_108": "float('INF') is the same infinity",
+    "lightx2v.trace_summary.collect.xǁCollectedǁ__init____mutmut_111": "float('-INF') is the same infinity",
+    "lightx2v.trace_summary.collect.xǁCollectedǁfeed__mutmut_268": _SPAN_TIE,
+    "lightx2v.trace_summary.collect.xǁCollectedǁfeed__mutmut_270": _SPAN_TIE,
+    "lightx2v.trace_summary.collect.xǁCollectedǁ_base_of__mutmut_21": "a batch without a usable X event's ts keeps no "
+                                                                     "timed event: the base it returns is never used",
+    # trace_summary/flops.py (its ONLY_FUNCTIONS)
+    "lightx2v.trace_summary.flops.x__mm__mutmut_9": _LEN_NONE,
+    "lightx2v.trace_summary.flops.x__addmm__mutmut_9": _LEN_NONE,
+    "lightx2v.trace_summary.flops.x__bmm__mutmut_10": _LEN_NONE,
+    "lightx2v.trace_summary.flops.x__bmm__mutmut_11": _LEN_NONE,
+    "lightx2v.trace_summary.flops.x__matmul__mutmut_6": _LEN_NONE,
+    "lightx2v.trace_summary.flops.x__linear__mutmut_8": _LEN_NONE,
+    "lightx2v.trace_summary.flops.x_cost__mutmut_4": "an op without a model then calls None: cost() catches that "
+                                                     "TypeError and gives None; dims that are no list fit no model",
+    "lightx2v.trace_summary.flops.xǁ_Argsǁitemsize__mutmut_8": _NO_DTYPE,
+    "lightx2v.trace_summary.flops.xǁ_Argsǁdtype__mutmut_8": _NO_DTYPE,
+    "lightx2v.trace_summary.flops.xǁ_Argsǁitemsize__mutmut_10": "itemsize reads the default's size, not its name",
+    "lightx2v.trace_summary.flops.xǁ_Argsǁdtype__mutmut_9": "dtype reads the default's name, not its size",
+    "lightx2v.trace_summary.flops.x_signature__mutmut_8": "signature reads shapes and types only, never the "
+                                                          "concrete inputs",
+    **{f"lightx2v.trace_summary.flops.x__matmul__mutmut_{n}": _STRICT for n in (58, 61, 62, 71, 74, 75)},
+    # trace_summary/reader.py
+    "lightx2v.trace_summary.reader.x__skip_ws__mutmut_7": "the whitespace pattern matches the empty string: there "
+                                                          "is always a match",
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ__init____mutmut_36": _FALSE_NONE,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_document__mutmut_29": _FALSE_NONE,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_document__mutmut_31": _FALSE_NONE,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_document__mutmut_2": "one chunk more read before looking for the "
+                                                                       "byte order mark: the same bytes",
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_exact_value__mutmut_7": _WINDOW + " (it fills later, once the "
+                                                                          "window has outgrown the buffer)",
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_exact_value__mutmut_9": _WINDOW + " (one chunk more read first)",
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_exact_value__mutmut_16": _WINDOW + " (one more try, with a "
+                                                                           "window past the end, before the same "
+                                                                           "answer)",
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_exact_value__mutmut_42": _WINDOW + " (grown x5, not x4)",
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_exact_value__mutmut_64": _WINDOW + " (grown x5, not x4)",
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_event_batches__mutmut_29": _FALSE_NONE,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_event_batches__mutmut_62": _NO_LEADING_BACKSLASH,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_event_batches__mutmut_63": _NO_LEADING_BACKSLASH,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_event_batches__mutmut_95": _EXACT_AT_BRACE,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_event_batches__mutmut_96": _EXACT_AT_BRACE,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_open__mutmut_36": _GZIP_MODE,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_open__mutmut_38": _GZIP_MODE,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_exact_value__mutmut_23": _CODEC_CASE,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_snippet__mutmut_9": _CODEC_CASE,
     # trace_browser/compare.py
     "lightx2v.trace_browser.compare.x__run_order__mutmut_5": _MATCHED,
     "lightx2v.trace_browser.compare.x__run_order__mutmut_15": _MATCHED,

@@ -190,3 +190,14 @@ def test_batch_offsets_cut_the_event_array_into_pieces_that_decode_alone(tmp_pat
         assert set(batch) <= set(decoded)  # each batch lies in its own piece
         pieces += decoded
     assert pieces == [json.dumps(e) for e in events]
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 2])
+@pytest.mark.parametrize("layout", ['{"traceEvents": [{"a": 1}], "m": 2}', '[{"a": 1}]'])
+def test_a_byte_order_mark_is_passed_over_even_when_the_first_read_is_shorter_than_it(tmp_path, chunk_bytes,
+                                                                                         layout):
+    """The BOM is 3 bytes: a first chunk of 1 or 2 bytes holds only part of it (was: 'not JSON')."""
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + layout.encode())
+    stream = TraceStream(str(path), chunk_bytes=chunk_bytes)
+    assert list(stream) == [{"a": 1}] and stream.metadata == ({"m": 2} if layout.startswith("{") else {})

@@ -177,6 +177,8 @@ class TraceStream:
     # -- structure -------------------------------------------------------------------------------------
     def _document(self) -> Iterator[list[dict[str, Any]]]:
         self._fill()
+        while len(self._buf) < len(_UTF8_BOM) and not self._eof:  # a chunk shorter than the BOM holds part of it
+            self._fill()
         if self._buf.startswith(_UTF8_BOM):
             self._pos = len(_UTF8_BOM)
         first = self._peek()

@@ -1,0 +1,94 @@
+"""The CPU ops' nesting (``op_tree``) as pure logic: hand-made ``cpu_op`` events fed to the pass's ``Collected``,
+each op's direct children's time and its top-level op worked out here. The walk trusts kineto's file order and
+checks it; ``_walk`` with the check on gives up (None) on an order that is not (start, -duration) per thread."""
+
+from __future__ import annotations
+
+import pytest
+
+from lightx2v.trace_summary.collect import Collected
+from lightx2v.trace_summary.optree import _walk, op_tree
+
+
+def collected(*ops: tuple[str, float, float] | tuple[str, float, float, int]) -> Collected:
+    """Collected over cpu_op events (name, start, duration[, tid]), in the order given."""
+    c = Collected()
+    c.feed([{"ph": "X", "cat": "cpu_op", "name": op[0], "pid": 1, "tid": op[3] if len(op) > 3 else 1,
+             "ts": 1000.0 + op[1], "dur": op[2], "args": {}} for op in ops])
+    return c
+
+
+def tree(*ops) -> tuple[list[float], list[int]]:
+    t = op_tree(collected(*ops))
+    return list(t.child_us), list(t.root)
+
+
+# 0 = linear [0, 100] holds 1 = addmm [10, 90] (which holds 2 = mm [20, 60]) and 3 = view [92, 96]
+LINEAR = (("aten::linear", 0.0, 100.0), ("aten::addmm", 10.0, 80.0), ("aten::mm", 20.0, 40.0),
+          ("aten::view", 92.0, 4.0))
+
+
+def test_an_op_sums_its_direct_children_only_and_each_op_knows_its_top_level_op():
+    child, root = tree(*LINEAR)
+    assert child == [80.0 + 4.0, 40.0, 0.0, 0.0]  # mm is addmm's child, not linear's
+    assert root == [0, 0, 0, 0]
+
+
+def test_an_op_outside_every_other_is_its_own_top_level_op():
+    child, root = tree(("a", 0.0, 10.0), ("b", 20.0, 5.0), ("c", 21.0, 1.0))
+    assert child == [0.0, 1.0, 0.0]
+    assert root == [0, 1, 1]
+
+
+def test_an_op_starting_where_another_ends_is_its_sibling_not_its_child():
+    child, root = tree(("a", 0.0, 10.0), ("b", 10.0, 5.0))
+    assert child == [0.0, 0.0] and root == [0, 1]
+
+
+def test_ops_nest_only_within_their_own_thread():
+    # the same times on thread 2: no child of thread 1's op
+    child, root = tree(("a", 0.0, 100.0, 1), ("b", 10.0, 20.0, 2), ("c", 40.0, 10.0, 1), ("d", 12.0, 5.0, 2))
+    assert child == [10.0, 5.0, 0.0, 0.0]
+    assert root == [0, 1, 0, 1]
+
+
+def test_ops_out_of_file_order_nest_as_in_order_with_their_own_indices():
+    child, root = tree(*reversed(LINEAR))  # 3 = linear, 2 = addmm, 1 = mm, 0 = view
+    assert child == [0.0, 0.0, 40.0, 84.0]
+    assert root == [3, 3, 3, 3]
+
+
+def test_of_two_ops_starting_together_the_longer_one_holds_the_shorter_whatever_the_file_order():
+    assert tree(("outer", 0.0, 50.0), ("inner", 0.0, 10.0)) == ([10.0, 0.0], [0, 0])
+    assert tree(("inner", 0.0, 10.0), ("outer", 0.0, 50.0)) == ([0.0, 10.0], [1, 1])
+
+
+def test_a_trace_without_ops_has_an_empty_tree():
+    assert tree() == ([], [])
+
+
+THREAD = [1, 1, 2, 1]
+TS = [0.0, 5.0, 1.0, 5.0]
+DUR = [10.0, 4.0, 1.0, 2.0]
+
+
+def test_the_checked_walk_accepts_start_then_longest_first_order_per_thread():
+    result = _walk(range(4), True, THREAD, TS, DUR)  # thread 2's op starts before thread 1's last: fine
+    assert result is not None
+    assert list(result[0]) == [4.0, 2.0, 0.0, 0.0] and list(result[1]) == [0, 0, 2, 0]  # 3 inside 1, 1 in 0
+
+
+def test_the_checked_walk_accepts_two_ops_alike_in_either_order():
+    for order in ([0, 1], [1, 0]):  # the same start and duration: the second inside the first
+        result = _walk(order, True, [1, 1], [0.0, 0.0], [5.0, 5.0])
+        assert result is not None and sorted(result[0]) == [0.0, 5.0]
+
+
+@pytest.mark.parametrize("order", [[1, 0, 2, 3], [0, 3, 1, 2]])
+def test_the_checked_walk_gives_up_on_a_start_going_back_or_a_longer_op_after_a_shorter_at_one_start(order):
+    assert _walk(order, True, THREAD, TS, DUR) is None
+
+
+def test_the_unchecked_walk_takes_the_order_given():
+    result = _walk([0, 3, 1, 2], False, THREAD, TS, DUR)  # 3 before 1 at the same start: 1 is put inside 3
+    assert result is not None and list(result[0]) == [2.0, 0.0, 0.0, 4.0] and list(result[1]) == [0, 0, 2, 0]

@@ -74,7 +74,7 @@ def _arg_name(arg: str) -> str:
     if not arg or arg.startswith("(") or _NUMBER.match(arg):
         return ""
     arg = _last_component(_cut_at(arg, "(<"))
-    if arg.endswith((" const", "*", "&")):
+    while arg.endswith((" const", "*", "&")):  # Half const*, Half* const, Half const&: Half
         arg = arg.removesuffix(" const").rstrip("*& ")
     if not any(c.isalpha() for c in arg) or arg in _PLAIN_ARGS or _NUMBER.match(arg):
         return ""

@@ -184,7 +184,7 @@ def _drop_params(s: str) -> str:
     for i in range(len(s) - 1, 0, -1):
         depth += {")": 1, "(": -1}.get(s[i], 0)
         if depth == 0:
-            return s[:i]
+            return s[:i].rstrip()  # "k<F> (int)": no space left for _drop_return_type to take as its end
     return s
 
 

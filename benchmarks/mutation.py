@@ -82,6 +82,13 @@ FAST_TESTS: dict[str, list[str]] = {
                                                "tests/test_capture_states.py", "tests/test_capture_rules.py", "-k",
                                                "not typo_in_the_profiling_switch"],
     "lightx2v/capture/control.py": _CAPTURE,
+    # --- w-mutB: trace_summary names, devices, ranks, series, discover, frames, renderers; trace_browser files,
+    # roofline (helper B's block; helper A's entries are in their own block)
+    # names.py: its rules, and the short names of real kernels (not the summaries built from traces)
+    "lightx2v/trace_summary/names.py": ["tests/test_names_rules.py", "tests/test_trace_summary_analysis.py", "-k",
+                                        "names_rules or short_kernel or short_names"],
+    "lightx2v/trace_summary/devices.py": ["tests/test_devices_rules.py"],
+    "lightx2v/trace_summary/ranks.py": ["tests/test_ranks_rules.py"],
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),
@@ -120,6 +127,13 @@ _NONZERO = "inside `if delta` (or after `not delta` returned): the delta is neve
 _SEVEN_ROWS = "the figures table always has its seven rows: the sentence for an empty one is never shown"
 _MATCHED = ("_run_order sorts only folders whose name run_label matched (previous_runs groups by label): its "
             "no-match branch never runs")
+# --- w-mutB: reasons for names.py (helper B's block)
+_STRIPPED = ("_drop_params strips the text it returns (trailing spaces of the name, the spaces before its "
+             "parameter list): the text never ends in a space")
+_LEADING = ("a space at 0 stays on the base name, which _own_name strips: the same short name (short_name strips "
+            "the name; only removing '(anonymous namespace)::' can leave a space there)")
+_MIRRORED = "counting the brackets with the signs swapped reaches 0 at the same place"
+_UNUSED_REST = "short_name throws away _split_angle's third part (the text after the template arguments)"
 EQUIVALENT: dict[str, str] = {
     "lightx2v.hostcheck.x_host_name__mutmut_16": _LOWERED,
     "lightx2v.hostcheck.x_build__mutmut_5": "the hostname is lower-cased before the strip: " + _LOWERED,
@@ -264,6 +278,33 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_browser.compare.x__figures__mutmut_54": _SEVEN_ROWS,
     "lightx2v.trace_browser.compare.x__figures__mutmut_58": _SEVEN_ROWS,
     "lightx2v.trace_browser.compare.x__figures__mutmut_71": _SEVEN_ROWS,
+    # --- w-mutB: trace_summary/names.py
+    "lightx2v.trace_summary.names.x__own_name__mutmut_5": "a one-part name's last two parts are that one part",
+    "lightx2v.trace_summary.names.x__drop_return_type__mutmut_5": "no top-level space found: -2 fails 'last >= 0' "
+                                                                  "as -1 does",
+    "lightx2v.trace_summary.names.x__drop_return_type__mutmut_24": _STRIPPED + " (the text after the last space "
+                                                                   "is never empty, s[0:] is s)",
+    "lightx2v.trace_summary.names.x__drop_return_type__mutmut_27": _STRIPPED + " (s[0:] is s)",
+    "lightx2v.trace_summary.names.x__drop_return_type__mutmut_28": _LEADING,
+    "lightx2v.trace_summary.names.x__drop_return_type__mutmut_29": _LEADING,
+    "lightx2v.trace_summary.names.x__drop_return_type__mutmut_30": _STRIPPED + " (the text from before the last "
+                                                                   "space is never empty)",
+    "lightx2v.trace_summary.names.x__drop_params__mutmut_2": "short_name strips the name: only removing "
+                                                             "'(anonymous namespace)::' can leave a space at "
+                                                             "an end, and _own_name strips that later",
+    "lightx2v.trace_summary.names.x__mangled__mutmut_69": "find('_', j) from j >= 3 is -1 or >= 3, never 0",
+    "lightx2v.trace_summary.names.x__mangled__mutmut_70": "find('_', j) from j >= 3 is -1 or >= 3, never 0",
+    "lightx2v.trace_summary.names.x__split_angle__mutmut_26": _MIRRORED,
+    "lightx2v.trace_summary.names.x__drop_params__mutmut_20": _MIRRORED,
+    "lightx2v.trace_summary.names.x__split_angle__mutmut_41": _UNUSED_REST,
+    "lightx2v.trace_summary.names.x__split_angle__mutmut_42": _UNUSED_REST,
+    "lightx2v.trace_summary.names.x__split_angle__mutmut_45": _UNUSED_REST,
+    "lightx2v.trace_summary.names.x__split_angle__mutmut_47": _UNUSED_REST,
+    "lightx2v.trace_summary.names.x__cut_at__mutmut_3": "s[:None] is s[:len(s)]",
+    "lightx2v.trace_summary.names.x__last_component__mutmut_4": "the last part of a split on every '::' is the "
+                                                                "last part of a split on the last one",
+    "lightx2v.trace_summary.names.x__last_component__mutmut_7": "the last part of a split on every '::' is the "
+                                                                "last part of a split on the last one",
 }
 
 # the project's addopts (--durations, -ra) only add noise to thousands of runs; pytest-randomly, if installed, off

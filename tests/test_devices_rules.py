@@ -59,6 +59,7 @@ def test_cuda_versions_read_major_dot_minor_from_kineto_numbers():
     assert versions(meta) == {"cuda_runtime": "12.4", "cuda_driver": "11.8"}
     assert versions({"cuda_runtime_version": 12010})["cuda_runtime"] == "12.1"
     assert versions({"cuda_runtime_version": 9020})["cuda_runtime"] == "9.2"
+    assert versions({"cuda_driver_version": 1})["cuda_driver"] == "0.0"  # the least positive number: read as one
 
 
 def test_a_cuda_version_that_is_no_positive_number_is_shown_as_written():

@@ -96,8 +96,9 @@ def test_lockstep_without_communication_keeps_the_step_wall_criterion():
     assert (straggler(no_comm).rank, straggler(no_comm).criterion) == (1, "step_wall")
     one_unknown = [row(0, 100.0, 90.0, None), row(1, 104.0, 80.0, 40.0)]
     assert (straggler(one_unknown).rank, straggler(one_unknown).criterion) == (1, "step_wall")
-    one_with = [row(0, 100.0, 90.0, 0.0), row(1, 104.0, 20.0, 5.0)]
+    one_with = [row(0, 100.0, 90.0, 0.0), row(1, 104.0, 20.0, 5.0)]  # computes 90 and 15: 500% more
     assert (straggler(one_with).rank, straggler(one_with).criterion) == (0, "gpu_compute")
+    assert straggler(one_with).slower_than_fastest_pct == 500.0
 
 
 def test_a_rank_without_busy_time_counts_as_no_compute():

@@ -89,6 +89,9 @@ FAST_TESTS: dict[str, list[str]] = {
                                         "names_rules or short_kernel or short_names"],
     "lightx2v/trace_summary/devices.py": ["tests/test_devices_rules.py"],
     "lightx2v/trace_summary/ranks.py": ["tests/test_ranks_rules.py"],
+    "lightx2v/trace_summary/series.py": ["tests/test_series_rules.py"],
+    "lightx2v/trace_summary/discover.py": ["tests/test_discover_rules.py"],
+    "lightx2v/trace_summary/render_efficiency.py": ["tests/test_render_efficiency_rules.py"],
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),
@@ -134,6 +137,10 @@ _LEADING = ("a space at 0 stays on the base name, which _own_name strips: the sa
             "the name; only removing '(anonymous namespace)::' can leave a space there)")
 _MIRRORED = "counting the brackets with the signs swapped reaches 0 at the same place"
 _UNUSED_REST = "short_name throws away _split_angle's third part (the text after the template arguments)"
+_ADD_ZERO = "adding a self time of 0 to a step's sum leaves it as it is"
+_MS_NUMBER = "every caller gives _ms a time divided by the steps, never None: its '-' branch never runs"
+_ROOTS_DIFFER = ("the runs' roots differ, so the tuples sort by (mtime, root) either way and never compare the "
+                 "RunFiles")
 EQUIVALENT: dict[str, str] = {
     "lightx2v.hostcheck.x_host_name__mutmut_16": _LOWERED,
     "lightx2v.hostcheck.x_build__mutmut_5": "the hostname is lower-cased before the strip: " + _LOWERED,
@@ -305,6 +312,15 @@ EQUIVALENT: dict[str, str] = {
                                                                 "last part of a split on the last one",
     "lightx2v.trace_summary.names.x__last_component__mutmut_7": "the last part of a split on every '::' is the "
                                                                 "last part of a split on the last one",
+    # --- w-mutB: trace_summary/series.py, render_efficiency.py, discover.py
+    "lightx2v.trace_summary.series.x_step_series__mutmut_57": _STRICT,
+    "lightx2v.trace_summary.series.x_step_series__mutmut_61": _STRICT,
+    "lightx2v.trace_summary.series.x_step_series__mutmut_62": _STRICT,
+    "lightx2v.trace_summary.series.x_step_series__mutmut_87": _ADD_ZERO,
+    "lightx2v.trace_summary.render_efficiency.x__ms__mutmut_1": _MS_NUMBER,
+    "lightx2v.trace_summary.render_efficiency.x__ms__mutmut_3": _MS_NUMBER,
+    "lightx2v.trace_summary.discover.x__runs_below__mutmut_27": _ROOTS_DIFFER,
+    "lightx2v.trace_summary.discover.x__runs_below__mutmut_29": _ROOTS_DIFFER,
 }
 
 # the project's addopts (--durations, -ra) only add noise to thousands of runs; pytest-randomly, if installed, off

@@ -37,9 +37,11 @@ def put(path: Path, text: str = CHROME, mtime: float | None = None) -> str:
     return str(path)
 
 
-def problem(call) -> str:
+def problem(call, at: object) -> str:
+    """The problem of the TraceError ``call`` raises, which must name the path ``at``."""
     with pytest.raises(TraceError) as err:
         call()
+    assert err.value.path == str(at)
     return err.value.problem
 
 
@@ -55,6 +57,13 @@ def test_files_of_one_folder_are_the_ranks_of_one_run_labelled_by_the_folder(tmp
     other = put(tmp_path / "other" / "trace.json")
     assert resolve([a, other, b]) == [RunFiles(label="run", path=str(tmp_path / "run"), files=[a, b]),
                                       RunFiles(label="trace.json", path=str(tmp_path / "other"), files=[other])]
+
+
+def test_paths_after_a_folder_are_resolved_too(tmp_path):
+    d = tmp_path / "run"
+    t = put(d / "trace.json")
+    other = put(tmp_path / "other" / "x.json")
+    assert [r.files for r in resolve([str(d), other])] == [[t], [other]]
 
 
 def test_a_file_named_twice_is_read_once(tmp_path):
@@ -74,9 +83,9 @@ def test_a_missing_path_a_special_file_and_a_perfetto_trace_are_errors_naming_th
     fifo = str(tmp_path / "pipe.json")
     os.mkfifo(fifo)
     perfetto = put(tmp_path / "trace.pftrace", "binary")
-    assert problem(lambda: resolve([missing])) == "no such file or directory"
-    assert problem(lambda: resolve([fifo])) == "not a regular file or directory"
-    assert problem(lambda: resolve([perfetto])) == PERFETTO_REASON
+    assert problem(lambda: resolve([missing]), missing) == "no such file or directory"
+    assert problem(lambda: resolve([fifo]), fifo) == "not a regular file or directory"
+    assert problem(lambda: resolve([perfetto]), perfetto) == PERFETTO_REASON
     with pytest.raises(TraceError) as err:
         resolve([missing])
     assert err.value.path == missing
@@ -95,7 +104,7 @@ def test_an_empty_folder_is_an_error_listed_with_the_others(tmp_path):
     (tmp_path / "empty").mkdir()
     errors: list[TraceError] = []
     assert resolve([str(tmp_path / "empty")], errors) == []
-    assert [e.problem for e in errors] == [NONE_HERE + ")"]
+    assert [(e.path, e.problem) for e in errors] == [(str(tmp_path / "empty"), NONE_HERE + ")")]
 
 
 # --- a folder's files ---------------------------------------------------------------------------------------------
@@ -134,7 +143,8 @@ def test_a_summary_beside_its_trace_is_not_listed_as_skipped_but_one_without_is(
 
 
 def test_a_folder_that_cannot_be_listed_is_an_error(tmp_path):
-    assert problem(lambda: scan(str(tmp_path / "missing"))) == "cannot list directory (No such file or directory)"
+    assert problem(lambda: scan(str(tmp_path / "missing")), tmp_path / "missing") == \
+        "cannot list directory (No such file or directory)"
 
 
 def test_a_folder_with_traces_is_one_run_labelled_by_its_name_with_its_skipped_files(tmp_path):
@@ -186,16 +196,16 @@ def test_runs_as_new_as_each_other_are_ordered_by_path(tmp_path):
 
 def test_newest_runs_of_a_run_folder_says_to_name_the_runs(tmp_path):
     put(tmp_path / "run" / "trace.json")
-    assert problem(lambda: newest_runs(str(tmp_path / "run"), 3)) == \
+    assert problem(lambda: newest_runs(str(tmp_path / "run"), 3), str(tmp_path / "run")) == \
         "a run directory (its traces are one run), not a logdir of 3 runs: name the runs to compare"
 
 
 def test_newest_runs_with_too_few_runs_says_how_many_there_are(tmp_path):
     put(tmp_path / "logs" / "only" / "trace.json")
-    assert problem(lambda: newest_runs(str(tmp_path / "logs"))) == \
+    assert problem(lambda: newest_runs(str(tmp_path / "logs")), str(tmp_path / "logs")) == \
         f"holds 1 run ({tmp_path / 'logs' / 'only'}), 2 are needed to compare"
     put(tmp_path / "logs" / "second" / "trace.json", mtime=1.0)
-    assert problem(lambda: newest_runs(str(tmp_path / "logs"), 3)) == \
+    assert problem(lambda: newest_runs(str(tmp_path / "logs"), 3), str(tmp_path / "logs")) == \
         f"holds 2 runs ({tmp_path / 'logs' / 'second'}), 3 are needed to compare"
 
 
@@ -204,10 +214,10 @@ def test_a_logdir_without_runs_says_so_and_counts_what_it_skipped(tmp_path):
     put(top / "notes.txt", "x")
     put(top / "sub" / "a.txt", "x")
     put(top / "sub" / "b.txt", "x")
-    assert problem(lambda: resolve([str(top)])) == NONE_HERE + "; skipped 1 file that is not a trace)"
-    assert problem(lambda: newest_runs(str(top))) == NONE_HERE + "; skipped 1 file that is not a trace)"
+    assert problem(lambda: resolve([str(top)]), top) == NONE_HERE + "; skipped 1 file that is not a trace)"
+    assert problem(lambda: newest_runs(str(top)), top) == NONE_HERE + "; skipped 1 file that is not a trace)"
     (tmp_path / "bare").mkdir()
-    assert problem(lambda: newest_runs(str(tmp_path / "bare"))) == NONE_HERE + ")"
+    assert problem(lambda: newest_runs(str(tmp_path / "bare")), tmp_path / "bare") == NONE_HERE + ")"
 
 
 def test_a_trace_removed_since_the_listing_counts_as_oldest():

@@ -96,6 +96,20 @@ FAST_TESTS: dict[str, list[str]] = {
     # real CPU capture: seconds a mutant)
     "lightx2v/trace_summary/reader.py": ["tests/test_reader_rules.py", "tests/test_trace_summary_reader.py", "-k",
                                          "not h200 and not skipping_drops"],
+    # names.py: its rules, and the short names of real kernels (not the summaries built from traces)
+    "lightx2v/trace_summary/names.py": ["tests/test_names_rules.py", "tests/test_trace_summary_analysis.py", "-k",
+                                        "names_rules or short_kernel or short_names"],
+    "lightx2v/trace_summary/devices.py": ["tests/test_devices_rules.py"],
+    "lightx2v/trace_summary/ranks.py": ["tests/test_ranks_rules.py"],
+    "lightx2v/trace_summary/series.py": ["tests/test_series_rules.py"],
+    "lightx2v/trace_summary/discover.py": ["tests/test_discover_rules.py"],
+    "lightx2v/trace_summary/render_efficiency.py": ["tests/test_render_efficiency_rules.py"],
+    "lightx2v/trace_summary/render_frames.py": ["tests/test_render_frames_rules.py"],
+    "lightx2v/trace_summary/frames_diff.py": ["tests/test_frames_diff_rules.py"],
+    # frames.py: the rules on a frame tree (ONLY_FUNCTIONS); building it from a trace is left to the captures
+    "lightx2v/trace_summary/frames.py": ["tests/test_frames_rules.py"],
+    "lightx2v/trace_browser/files.py": ["tests/test_files_rules.py"],
+    "lightx2v/trace_browser/roofline.py": ["tests/test_roofline_rules.py"],
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),
@@ -113,6 +127,12 @@ ONLY_FUNCTIONS: dict[str, list[str]] = {
     "lightx2v/trace_summary/flops.py": [
         "x__gemm", "x__mm", "x__addmm", "x__bmm", "x__matmul", "x__linear", "xǁ_Argsǁ*", "x_cost", "x_signature",
         "x__broadcast"],
+    # frames.py (520 lines): the rules on a frame tree (kinds, names, inclusive and self figures, the
+    # summary, the collapsed stacks); building the tree from a trace's frame events (frame_tree, FrameIndex,
+    # _Builder, _Around, _allocations, code_line) is left to tests/test_trace_summary_frames.py's captures
+    "lightx2v/trace_summary/frames.py": [
+        "x_frame_kind", "x_keeps", "x_location", "x_label", "x_module_class", "x_inclusive", "x__outermost",
+        "x__ancestry", "x_per_frame", "x_frame_series", "x__top_ops", "x_frame_summary", "x_collapsed_stacks"],
 }
 
 # mutant -> why it cannot change behaviour (an equivalent mutant: no test can kill it). mutmut names a mutant
@@ -167,6 +187,33 @@ _UNSIGNED_IDS = ("an array of thread or name ids typed 'L' (unsigned) instead of
 _SPAN_TIE = "widening the span to a value equal to its end: the same span"
 _MATCHED = ("_run_order sorts only folders whose name run_label matched (previous_runs groups by label): its "
             "no-match branch never runs")
+# reasons for names, series, discover, render_*, frames*, files, roofline
+_STRIPPED = ("_drop_params strips the text it returns (trailing spaces of the name, the spaces before its "
+             "parameter list): the text never ends in a space")
+_LEADING = ("a space at 0 stays on the base name, which _own_name strips: the same short name (short_name strips "
+            "the name; only removing '(anonymous namespace)::' can leave a space there)")
+_MIRRORED = "counting the brackets with the signs swapped reaches 0 at the same place"
+_UNUSED_REST = "short_name throws away _split_angle's third part (the text after the template arguments)"
+_ADD_ZERO = "adding a self time of 0 to a step's sum leaves it as it is"
+_MS_NUMBER = "every caller gives _ms a time divided by the steps, never None: its '-' branch never runs"
+_NO_FOLLOW = ("os.walk does not follow links to folders: the folders' inside-the-root filter drops none it "
+              "would walk")
+_CLASSIFIED = ("classify refuses a hidden name and one without a trace suffix as well: the early test only saves "
+               "it the work")
+_ISABS = "posixpath.isabs(rel) is rel.startswith('/'): either test alone refuses the same paths"
+_TWO_DECIMALS = "101 x 0.0005 = 0.0505%, printed to two decimals, reads 0.05% as 100 x 0.0005 does"
+_OPS_OF_A_LEAF = ("frames._Builder adds each value to one of its node's op rows too: a leaf without ops has no time "
+                  "and is left out before its ops are read")
+_REAL_SPREAD = ("a change beyond noise has a side of >= 2 steps with a median >= 5 us (its effect): its spread is "
+                "never None")
+_MAIN_NAME = "'__main__' is not in sys.stdlib_module_names: the guard never changes a frame's kind"
+_NO_ROOT_WORK = "node 1's parent is the root: the ancestry walk stops at once for it, as for the root itself"
+_SHIFTED = "each (frame, op) sum starts once at 1 instead of 0: all of a frame's ops shift alike, the top one stays"
+_NO_GPU = ("has_gpu is False only for a trace without GPU events, whose frames hold no GPU time: percent(0, 0) is "
+           "None as well")
+_PLOTTED = "roofline_section plots only ops with an intensity and a rate: the 'or' fallback never applies"
+_ROOTS_DIFFER = ("the runs' roots differ, so the tuples sort by (mtime, root) either way and never compare the "
+                 "RunFiles")
 EQUIVALENT: dict[str, str] = {
     "lightx2v.hostcheck.x_host_name__mutmut_16": _LOWERED,
     "lightx2v.hostcheck.x_build__mutmut_5": "the hostname is lower-cased before the strip: " + _LOWERED,
@@ -415,6 +462,98 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_browser.compare.x__figures__mutmut_54": _SEVEN_ROWS,
     "lightx2v.trace_browser.compare.x__figures__mutmut_58": _SEVEN_ROWS,
     "lightx2v.trace_browser.compare.x__figures__mutmut_71": _SEVEN_ROWS,
+    # trace_summary/names.py
+    "lightx2v.trace_summary.names.x__own_name__mutmut_5": "a one-part name's last two parts are that one part",
+    "lightx2v.trace_summary.names.x__drop_return_type__mutmut_5": "no top-level space found: -2 fails 'last >= 0' "
+                                                                  "as -1 does",
+    "lightx2v.trace_summary.names.x__drop_return_type__mutmut_24": _STRIPPED + " (the text after the last space "
+                                                                   "is never empty, s[0:] is s)",
+    "lightx2v.trace_summary.names.x__drop_return_type__mutmut_27": _STRIPPED + " (s[0:] is s)",
+    "lightx2v.trace_summary.names.x__drop_return_type__mutmut_28": _LEADING,
+    "lightx2v.trace_summary.names.x__drop_return_type__mutmut_29": _LEADING,
+    "lightx2v.trace_summary.names.x__drop_return_type__mutmut_30": _STRIPPED + " (the text from before the last "
+                                                                   "space is never empty)",
+    "lightx2v.trace_summary.names.x__drop_params__mutmut_2": "short_name strips the name: only removing "
+                                                             "'(anonymous namespace)::' can leave a space at "
+                                                             "an end, and _own_name strips that later",
+    "lightx2v.trace_summary.names.x__mangled__mutmut_69": "find('_', j) from j >= 3 is -1 or >= 3, never 0",
+    "lightx2v.trace_summary.names.x__mangled__mutmut_70": "find('_', j) from j >= 3 is -1 or >= 3, never 0",
+    "lightx2v.trace_summary.names.x__split_angle__mutmut_26": _MIRRORED,
+    "lightx2v.trace_summary.names.x__drop_params__mutmut_20": _MIRRORED,
+    "lightx2v.trace_summary.names.x__split_angle__mutmut_41": _UNUSED_REST,
+    "lightx2v.trace_summary.names.x__split_angle__mutmut_42": _UNUSED_REST,
+    "lightx2v.trace_summary.names.x__split_angle__mutmut_45": _UNUSED_REST,
+    "lightx2v.trace_summary.names.x__split_angle__mutmut_47": _UNUSED_REST,
+    "lightx2v.trace_summary.names.x__cut_at__mutmut_3": "s[:None] is s[:len(s)]",
+    "lightx2v.trace_summary.names.x__last_component__mutmut_4": "the last part of a split on every '::' is the "
+                                                                "last part of a split on the last one",
+    "lightx2v.trace_summary.names.x__last_component__mutmut_7": "the last part of a split on every '::' is the "
+                                                                "last part of a split on the last one",
+    # trace_summary/series.py, render_efficiency.py, discover.py
+    "lightx2v.trace_summary.series.x_step_series__mutmut_57": _STRICT,
+    "lightx2v.trace_summary.series.x_step_series__mutmut_61": _STRICT,
+    "lightx2v.trace_summary.series.x_step_series__mutmut_62": _STRICT,
+    "lightx2v.trace_summary.series.x_step_series__mutmut_87": _ADD_ZERO,
+    "lightx2v.trace_summary.render_efficiency.x__ms__mutmut_1": _MS_NUMBER,
+    "lightx2v.trace_summary.render_efficiency.x__ms__mutmut_3": _MS_NUMBER,
+    "lightx2v.trace_summary.discover.x__runs_below__mutmut_27": _ROOTS_DIFFER,
+    "lightx2v.trace_summary.discover.x__runs_below__mutmut_29": _ROOTS_DIFFER,
+    # trace_browser/files.py
+    "lightx2v.trace_browser.files.x_list_traces__mutmut_19": _NO_FOLLOW,
+    "lightx2v.trace_browser.files.x_list_traces__mutmut_20": _CLASSIFIED,
+    "lightx2v.trace_browser.files.x_list_traces__mutmut_22": _CLASSIFIED,
+    "lightx2v.trace_browser.files.x__real_path_under__mutmut_14": _ISABS,
+    "lightx2v.trace_browser.files.x__real_path_under__mutmut_16": _ISABS,
+    "lightx2v.trace_browser.files.x_resolve_run__mutmut_35": _CLASSIFIED,
+    # trace_summary/render_frames.py
+    "lightx2v.trace_summary.render_frames.x_tree_lines__mutmut_40": _TWO_DECIMALS,
+    "lightx2v.trace_summary.render_frames.x_tree_lines__mutmut_172": _TWO_DECIMALS,
+    "lightx2v.trace_summary.render_frames.x_tree_lines__mutmut_44": "the root's parent (-1) is no node: the "
+                                                                    "children listed under it are never read",
+    "lightx2v.trace_summary.render_frames.x_tree_lines__mutmut_128": _OPS_OF_A_LEAF,
+    "lightx2v.trace_summary.render_frames.x_tree_lines__mutmut_130": _OPS_OF_A_LEAF,
+    # trace_summary/frames_diff.py, frames.py (its ONLY_FUNCTIONS), trace_browser/roofline.py
+    "lightx2v.trace_summary.frames_diff.x__kinds__mutmut_4": _STRICT,
+    "lightx2v.trace_summary.frames_diff.x__kinds__mutmut_7": _STRICT,
+    "lightx2v.trace_summary.frames_diff.x__kinds__mutmut_10": _STRICT,
+    "lightx2v.trace_summary.frames_diff.x__line__mutmut_16": _REAL_SPREAD,
+    "lightx2v.trace_summary.frames_diff.x__line__mutmut_18": _REAL_SPREAD,
+    "lightx2v.trace_summary.frames.x_frame_kind__mutmut_52": _MAIN_NAME,
+    "lightx2v.trace_summary.frames.x_frame_kind__mutmut_53": _MAIN_NAME,
+    "lightx2v.trace_summary.frames.x__outermost__mutmut_7":
+        "the root has no parent: the ancestry walk does nothing for it",
+    "lightx2v.trace_summary.frames.x__outermost__mutmut_9": _NO_ROOT_WORK,
+    "lightx2v.trace_summary.frames.x_frame_series__mutmut_23":
+        "the root's inclusive series is never read (frames are nodes 1 on)",
+    "lightx2v.trace_summary.frames.x_frame_series__mutmut_31": _STRICT,
+    "lightx2v.trace_summary.frames.x_frame_series__mutmut_34": _STRICT,
+    "lightx2v.trace_summary.frames.x_frame_series__mutmut_35": _STRICT,
+    "lightx2v.trace_summary.frames.x_frame_series__mutmut_56": _STRICT,
+    "lightx2v.trace_summary.frames.x_frame_series__mutmut_59": _STRICT,
+    "lightx2v.trace_summary.frames.x_frame_series__mutmut_60": _STRICT,
+    "lightx2v.trace_summary.frames.x_frame_series__mutmut_65": _STRICT,
+    "lightx2v.trace_summary.frames.x_frame_series__mutmut_68": _STRICT,
+    "lightx2v.trace_summary.frames.x_frame_series__mutmut_69": _STRICT,
+    "lightx2v.trace_summary.frames.x__top_ops__mutmut_24": _SHIFTED,
+    "lightx2v.trace_summary.frames.x_frame_summary__mutmut_10": _STRICT,
+    "lightx2v.trace_summary.frames.x_frame_summary__mutmut_13": _STRICT,
+    "lightx2v.trace_summary.frames.x_frame_summary__mutmut_14": _STRICT,
+    "lightx2v.trace_summary.frames.x_frame_summary__mutmut_99": _NO_GPU,
+    "lightx2v.trace_summary.frames.x_frame_summary__mutmut_175": _NO_GPU,
+    "lightx2v.trace_summary.frames.x_frame_summary__mutmut_130": "a sixth sum per module class is never read",
+    "lightx2v.trace_summary.frames.x_collapsed_stacks__mutmut_3": _CACHE,
+    "lightx2v.trace_summary.frames.x_collapsed_stacks__mutmut_4": _CACHE,
+    "lightx2v.trace_summary.frames.x_collapsed_stacks__mutmut_18":
+        "the (node, op) keys are unique: sorting the items sorts by them",
+    "lightx2v.trace_summary.frames.x_collapsed_stacks__mutmut_20":
+        "the (node, op) keys are unique: sorting the items sorts by them",
+    "lightx2v.trace_browser.roofline.x__ms__mutmut_1": "every caller gives _ms a class's or op's time, never None",
+    "lightx2v.trace_browser.roofline.x_roofline_chart__mutmut_38": _PLOTTED,
+    "lightx2v.trace_browser.roofline.x_roofline_chart__mutmut_45": _PLOTTED,
+    "lightx2v.trace_browser.roofline.x_roofline_chart__mutmut_201": _PLOTTED,
+    "lightx2v.trace_browser.roofline.x_roofline_chart__mutmut_204": _PLOTTED,
+    "lightx2v.trace_browser.roofline.x_roofline_chart__mutmut_40":
+        "without a peak there are no roofs to divide; with one, each roof divides by its bandwidth further on anyway",
 }
 
 # the project's addopts (--durations, -ra) only add noise to thousands of runs; pytest-randomly, if installed, off

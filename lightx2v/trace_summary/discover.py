@@ -57,9 +57,9 @@ def resolve(paths: list[str], errors: list[TraceError] | None = None) -> list[Ru
         if run is None:
             run = by_dir[parent] = RunFiles(os.path.basename(path), parent, [])
             runs.append(run)
-        elif len(run.files) == 1:
-            run.label = os.path.basename(parent)
         if path not in run.files:
+            if len(run.files) == 1:  # a second file: the folder's ranks, labelled by the folder
+                run.label = os.path.basename(parent)
             run.files.append(path)
     return runs
 

@@ -74,7 +74,7 @@ def _arg_name(arg: str) -> str:
     if not arg or arg.startswith("(") or _NUMBER.match(arg):
         return ""
     arg = _last_component(_cut_at(arg, "(<"))
-    if arg.endswith((" const", "*", "&")):
+    while arg.endswith((" const", "*", "&")):  # Half const*, Half* const, Half const&: Half
         arg = arg.removesuffix(" const").rstrip("*& ")
     if not any(c.isalpha() for c in arg) or arg in _PLAIN_ARGS or _NUMBER.match(arg):
         return ""
@@ -184,7 +184,7 @@ def _drop_params(s: str) -> str:
     for i in range(len(s) - 1, 0, -1):
         depth += {")": 1, "(": -1}.get(s[i], 0)
         if depth == 0:
-            return s[:i]
+            return s[:i].rstrip()  # "k<F> (int)": no space left for _drop_return_type to take as its end
     return s
 
 

@@ -156,7 +156,6 @@ class _Reader:
         self.metadata = metadata
         self.frames: list[Frame] = []
         self.markers: list[tuple[bool, Any]] = []  # (is 'Record Window End', ts) in file order
-        self.span_events: list[dict] = []  # the earliest frame and the last to end
         self._first: dict | None = None
         self._last: dict | None = None
         self._last_end: Any = None
@@ -198,10 +197,11 @@ class _Reader:
                     event["tid"] = ints.setdefault(tid, tid)
                 yield event
             batch = next(batches, None)
-        for frame in (self._first, self._last):  # frames, for 0.4.3's time span of the trace (ts order: sorted)
-            if frame is not None and not any(frame is kept for kept in self.span_events):
-                self.span_events.append(frame)
-                yield frame
+        # the earliest frame and the last to end stay events, for 0.4.3's time span of the trace (it sorts by ts)
+        if self._first is not None:
+            yield self._first
+        if self._last is not None and self._last is not self._first:
+            yield self._last
 
     def _span(self, event: dict) -> None:
         ts: Any = event.get("ts")
@@ -284,14 +284,13 @@ def _finish(profile, reader: _Reader) -> None:
     modules = [e for e in events if e.type == types.MODULE]
     if modules:
         _module_parents(modules, reader.frames)
+    sentinel = -1
     for event in events:
         if event.type != types.MEMORY:
             event.args = _NO_ARGS
         if type(getattr(event, "input_shape", None)) is list and not event.input_shape:
             event.input_shape = _NO_SHAPE
-    sentinel = -1
-    for event in events:  # the two frames kept for the time span: no part in the Module view's nesting
-        if event.type == types.PYTHON_FUNCTION:
+        if event.type == types.PYTHON_FUNCTION:  # the two frames kept for the time span: not in the Module nesting
             event.python_id, event.python_parent_id, sentinel = sentinel, None, sentinel - 1
     reader.frames.clear()
 

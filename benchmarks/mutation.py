@@ -375,8 +375,6 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_summary.efficiency.x__classes__mutmut_35": _PLUS_ONE_EACH,
     "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_211": _SET_TOGETHER,
     "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_212": _SET_TOGETHER,
-    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_222": "_classes does not read its target_pct",
-    "lightx2v.trace_summary.efficiency.x_efficiency__mutmut_223": "_classes does not read its n_steps",
     "lightx2v.trace_summary.efficiency.xǁ_Groupǁ__init____mutmut_7": "_rank_kernels sets every group's labels "
                                                                      "before any row reads them",
     "lightx2v.trace_summary.efficiency.x__op_row__mutmut_29": _UNIT_NAMES,

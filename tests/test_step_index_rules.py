@@ -10,7 +10,7 @@ import json
 import pytest
 from test_timeline_window import CALL_CATS, GPU_CATS, expected_steps
 
-from lightx2v.trace_browser.step_index import Chunk, StepWindow, describe, step_index
+from lightx2v.trace_browser.step_index import Chunk, describe, step_index
 
 from helpers.steps_trace import steps_trace
 
@@ -55,16 +55,6 @@ def test_a_trace_without_timed_events_has_no_span_and_no_steps(tmp_path):
     path.write_text(json.dumps({"traceEvents": [{"ph": "M", "name": "process_name", "pid": 1, "args": {}}]}))
     told = describe(step_index(str(path), None))
     assert (told["span"], told["steps"], told["events"], told["skipped"]) == ([], [], 1, 0)
-
-
-@pytest.mark.parametrize("corr,launched", [(2, False), (3, True), (4, True), (5, True), (6, False), (8, False),
-                                           (9, True), (10, False)])
-def test_a_step_launched_the_correlation_ids_of_its_runs_ends_included(corr, launched):
-    assert StepWindow("S", 0.0, 1.0, 1.0, launches=[[3, 5], [9, 9]]).launched(corr) is launched
-
-
-def test_a_step_without_launches_launched_nothing():
-    assert StepWindow("S", 0.0, 1.0, 1.0).launched(0) is False
 
 
 @pytest.mark.parametrize("t_lo,t_hi,needed", [(10.0, 20.0, True), (20.0, 30.0, False), (0.0, 5.0, True),

@@ -55,12 +55,6 @@ class StepWindow:
     launches: list[list[int]] = field(default_factory=list)  # correlation ids launched in the step: [first, last]
     gpu_events: int = 0  # GPU events launched in the step
 
-    def launched(self, correlation: int) -> bool:
-        """Whether the GPU event (or flow arrow) with this correlation id was launched in this step."""
-        runs = self.launches
-        k = bisect_right(runs, [correlation, math.inf]) - 1
-        return k >= 0 and runs[k][0] <= correlation <= runs[k][1]
-
 
 @dataclass
 class StepIndex:

@@ -110,7 +110,7 @@ def efficiency(c: Collected, chain: LaunchChain, found: Steps, devices: Sequence
     ops = [_op_row(key, g, peak, target_pct, n_steps) for key, g in groups.items()]
     modeled = sum(r.time_us for r in ops if r.flops is not None and r.bytes is not None and r.dtype)
     unmodeled = outside + sum(r.time_us for r in ops if not r.dtype)
-    classes = _classes(ops, peak, target_pct, n_steps)
+    classes = _classes(ops, peak)
     ops.sort(key=lambda r: (-(r.headroom_us or 0.0), -r.time_us))
     classes.sort(key=lambda r: (-(r.headroom_us or 0.0), -r.time_us))
     matrix = [r for r in ops if r.op_class in models.MATRIX_CLASSES and r.dtype]
@@ -224,8 +224,7 @@ def _compute_us(r: OpEfficiency, peak: PeakSpec | None) -> float | None:
     return (r.flops or 0.0) / (p * 1e6) if p else None
 
 
-def _classes(ops: list[OpEfficiency], peak: PeakSpec | None, target_pct: float, n_steps: int
-             ) -> list[ClassEfficiency]:
+def _classes(ops: list[OpEfficiency], peak: PeakSpec | None) -> list[ClassEfficiency]:
     by: dict[str, list[OpEfficiency]] = {}
     for r in ops:
         if r.op_class:

@@ -22,7 +22,9 @@ from lightx2v.trace_summary.discover import (
 from lightx2v.trace_summary.errors import TraceError
 from lightx2v.trace_summary.model import SkippedFile
 
-CHROME = '{"traceEvents": []}'
+from helpers import made_files
+from helpers.made_files import CHROME
+
 NO_TRACE = "JSON without traceEvents near its start"
 NOT_JSON_NAME = "not a .json or .json.gz file"
 BESIDE_TB = "a JSON trace beside TensorBoard traces: name it to summarize it"
@@ -30,11 +32,8 @@ NONE_HERE = "no trace files here or in its subdirectories (expected *.pt.trace.j
 
 
 def put(path: Path, text: str = CHROME, mtime: float | None = None) -> str:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    if mtime is not None:
-        os.utime(path, (mtime, mtime))
-    return str(path)
+    """A file made by hand, as the str paths discovery returns."""
+    return str(made_files.put(path, text, mtime))
 
 
 def problem(call, at: object) -> str:

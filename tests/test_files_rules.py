@@ -22,15 +22,7 @@ from lightx2v.trace_browser.files import (
     resolve_run,
 )
 
-CHROME = '{"traceEvents": []}'
-
-
-def put(path: Path, text: str = CHROME, mtime: float | None = None) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    if mtime is not None:
-        os.utime(path, (mtime, mtime))
-    return path
+from helpers.made_files import CHROME, put
 
 
 def refused(call) -> tuple[int, str]:

@@ -119,6 +119,7 @@ def test_an_ops_arguments_are_read_by_position():
     assert [a.ints(i) for i in range(12)] == [None, [1], None, [2, 2], [3], None, None, None, [], [1, 2], None,
                                               None]
     assert a.tensors() == [0]  # [4] has no known element size
+    assert _Args([], [], [" [2] ", " 3 "]).ints(0) == [2] and _Args([], [], [" [2] ", " 3 "]).ints(1) == [3]
 
 
 def test_an_op_without_a_model_or_with_fields_that_are_no_lists_has_no_figure():

@@ -83,7 +83,7 @@ class _Args:
         if i >= len(self.concrete) or not isinstance(self.concrete[i], str) or not self.concrete[i]:
             return None
         try:
-            return [int(x) for x in self.concrete[i].strip("[]").split(",") if x.strip()]
+            return [int(x) for x in self.concrete[i].strip().strip("[]").split(",") if x.strip()]
         except ValueError:
             return None
 

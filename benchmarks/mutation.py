@@ -105,6 +105,7 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/discover.py": ["tests/test_discover_rules.py"],
     "lightx2v/trace_summary/render_efficiency.py": ["tests/test_render_efficiency_rules.py"],
     "lightx2v/trace_summary/render_frames.py": ["tests/test_render_frames_rules.py"],
+    "lightx2v/trace_summary/render.py": ["tests/test_render_rules.py"],
     "lightx2v/trace_summary/frames_diff.py": ["tests/test_frames_diff_rules.py"],
     # frames.py: the rules on a frame tree (ONLY_FUNCTIONS); building it from a trace is left to the captures
     "lightx2v/trace_summary/frames.py": ["tests/test_frames_rules.py"],
@@ -214,6 +215,9 @@ _NO_GPU = ("has_gpu is False only for a trace without GPU events, whose frames h
 _PLOTTED = "roofline_section plots only ops with an intensity and a rate: the 'or' fallback never applies"
 _ROOTS_DIFFER = ("the runs' roots differ, so the tuples sort by (mtime, root) either way and never compare the "
                  "RunFiles")
+# reasons for render.py, analyze.py, model.py
+_WHOLE_PERCENT = ("a threshold printed as a whole percent: 101 x 0.05 = 5.05 and 101 x 0.20 = 20.2 read 5 and 20 as "
+                  "100 x does")
 EQUIVALENT: dict[str, str] = {
     "lightx2v.hostcheck.x_host_name__mutmut_16": _LOWERED,
     "lightx2v.hostcheck.x_build__mutmut_5": "the hostname is lower-cased before the strip: " + _LOWERED,
@@ -554,6 +558,10 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_browser.roofline.x_roofline_chart__mutmut_204": _PLOTTED,
     "lightx2v.trace_browser.roofline.x_roofline_chart__mutmut_40":
         "without a peak there are no roofs to divide; with one, each roof divides by its bandwidth further on anyway",
+    # trace_summary/render.py
+    "lightx2v.trace_summary.render.x_render_run__mutmut_93": _WHOLE_PERCENT,
+    "lightx2v.trace_summary.render.x__idle_line__mutmut_5": _WHOLE_PERCENT,
+    "lightx2v.trace_summary.render.x__idle_line__mutmut_8": _WHOLE_PERCENT,
 }
 
 # the project's addopts (--durations, -ra) only add noise to thousands of runs; pytest-randomly, if installed, off

@@ -108,6 +108,7 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/render.py": ["tests/test_render_rules.py"],
     # analyze.py: the front over the one pass, on small hand-written traces (the real captures are left out)
     "lightx2v/trace_summary/analyze.py": ["tests/test_analyze_rules.py"],
+    "lightx2v/trace_summary/model.py": ["tests/test_model_rules.py"],
     "lightx2v/trace_summary/frames_diff.py": ["tests/test_frames_diff_rules.py"],
     # frames.py: the rules on a frame tree (ONLY_FUNCTIONS); building it from a trace is left to the captures
     "lightx2v/trace_summary/frames.py": ["tests/test_frames_rules.py"],
@@ -222,6 +223,8 @@ _WHOLE_PERCENT = ("a threshold printed as a whole percent: 101 x 0.05 = 5.05 and
                   "100 x does")
 _UNUSED_SHIFT = ("op_ts only feeds memory.summarize, which answers [] without memory events (and is not called "
                  "without them): shifting it then changes nothing")
+_TABLES_DELETED = ("_asdict deletes each rank's tables from the converted dict: converting them first (not set to "
+                   "None) gives the same document, only slower")
 _OWN_INDEX = "frame_tree builds the same FrameIndex itself when it is not given the pass's (only slower)"
 EQUIVALENT: dict[str, str] = {
     "lightx2v.hostcheck.x_host_name__mutmut_16": _LOWERED,
@@ -581,6 +584,9 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_summary.analyze.x_summarize_collected__mutmut_135": _OWN_INDEX,
     "lightx2v.trace_summary.analyze.x_summarize_collected__mutmut_194":
         "a trace whose span ends where it starts: hi - lo is 0.0 as the fallback is",
+    # trace_summary/model.py
+    "lightx2v.trace_summary.model.x__asdict__mutmut_5": _TABLES_DELETED,
+    "lightx2v.trace_summary.model.x__asdict__mutmut_8": _TABLES_DELETED,
 }
 
 # the project's addopts (--durations, -ra) only add noise to thousands of runs; pytest-randomly, if installed, off

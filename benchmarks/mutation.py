@@ -105,6 +105,10 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/discover.py": ["tests/test_discover_rules.py"],
     "lightx2v/trace_summary/render_efficiency.py": ["tests/test_render_efficiency_rules.py"],
     "lightx2v/trace_summary/render_frames.py": ["tests/test_render_frames_rules.py"],
+    "lightx2v/trace_summary/render.py": ["tests/test_render_rules.py"],
+    # analyze.py: the front over the one pass, on small hand-written traces (the real captures are left out)
+    "lightx2v/trace_summary/analyze.py": ["tests/test_analyze_rules.py"],
+    "lightx2v/trace_summary/model.py": ["tests/test_model_rules.py"],
     "lightx2v/trace_summary/frames_diff.py": ["tests/test_frames_diff_rules.py"],
     # frames.py: the rules on a frame tree (ONLY_FUNCTIONS); building it from a trace is left to the captures
     "lightx2v/trace_summary/frames.py": ["tests/test_frames_rules.py"],
@@ -214,6 +218,14 @@ _NO_GPU = ("has_gpu is False only for a trace without GPU events, whose frames h
 _PLOTTED = "roofline_section plots only ops with an intensity and a rate: the 'or' fallback never applies"
 _ROOTS_DIFFER = ("the runs' roots differ, so the tuples sort by (mtime, root) either way and never compare the "
                  "RunFiles")
+# reasons for render.py, analyze.py, model.py
+_WHOLE_PERCENT = ("a threshold printed as a whole percent: 101 x 0.05 = 5.05 and 101 x 0.20 = 20.2 read 5 and 20 as "
+                  "100 x does")
+_UNUSED_SHIFT = ("op_ts only feeds memory.summarize, which answers [] without memory events (and is not called "
+                 "without them): shifting it then changes nothing")
+_TABLES_DELETED = ("_asdict deletes each rank's tables from the converted dict: converting them first (not set to "
+                   "None) gives the same document, only slower")
+_OWN_INDEX = "frame_tree builds the same FrameIndex itself when it is not given the pass's (only slower)"
 EQUIVALENT: dict[str, str] = {
     "lightx2v.hostcheck.x_host_name__mutmut_16": _LOWERED,
     "lightx2v.hostcheck.x_build__mutmut_5": "the hostname is lower-cased before the strip: " + _LOWERED,
@@ -552,6 +564,27 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_browser.roofline.x_roofline_chart__mutmut_204": _PLOTTED,
     "lightx2v.trace_browser.roofline.x_roofline_chart__mutmut_40":
         "without a peak there are no roofs to divide; with one, each roof divides by its bandwidth further on anyway",
+    # trace_summary/render.py
+    "lightx2v.trace_summary.render.x_render_run__mutmut_93": _WHOLE_PERCENT,
+    "lightx2v.trace_summary.render.x__idle_line__mutmut_5": _WHOLE_PERCENT,
+    "lightx2v.trace_summary.render.x__idle_line__mutmut_8": _WHOLE_PERCENT,
+    # trace_summary/analyze.py
+    "lightx2v.trace_summary.analyze.x_analyze_trace__mutmut_7":
+        "without frames the pass skips every python_function event by its category before reading a field: the "
+        "folded skip pattern only leaves some of them decoded first (only slower)",
+    "lightx2v.trace_summary.analyze.x_analyze_trace__mutmut_23":
+        "shapes are only read by efficiency, which with_efficiency=False leaves out (only slower)",
+    "lightx2v.trace_summary.analyze.x_summarize_collected__mutmut_79": _UNUSED_SHIFT,
+    "lightx2v.trace_summary.analyze.x_summarize_collected__mutmut_127":
+        "frame_tree's folded only drops the library frames the pass kept: folding, the pass (keeps(True)) kept "
+        "none, and unfolded both keep all",
+    "lightx2v.trace_summary.analyze.x_summarize_collected__mutmut_128": _OWN_INDEX,
+    "lightx2v.trace_summary.analyze.x_summarize_collected__mutmut_135": _OWN_INDEX,
+    "lightx2v.trace_summary.analyze.x_summarize_collected__mutmut_194":
+        "a trace whose span ends where it starts: hi - lo is 0.0 as the fallback is",
+    # trace_summary/model.py
+    "lightx2v.trace_summary.model.x__asdict__mutmut_5": _TABLES_DELETED,
+    "lightx2v.trace_summary.model.x__asdict__mutmut_8": _TABLES_DELETED,
 }
 
 # the project's addopts (--durations, -ra) only add noise to thousands of runs; pytest-randomly, if installed, off

@@ -14,7 +14,7 @@ from typing import TypeVar
 from .devices import unlisted
 from .memory import HINT as MEMORY_HINT
 from .memory import LEAK_MIN_STEPS
-from .model import IdleStats, MemorySummary, RankSummary, RunSummary, SkippedEvents, SnapshotSummary, StepStats
+from .model import Device, IdleStats, MemorySummary, RankSummary, RunSummary, SkippedEvents, SnapshotSummary, StepStats
 from .names import cut as _cut
 from .ranks import LOCKSTEP_SPREAD
 from .ratios import percent
@@ -70,11 +70,7 @@ def render_rank(r: RankSummary, frame_tree: bool = False) -> str:
                                              if r.rank is not None else "")]
     lines.append(f"  file      {r.file} ({format_bytes(r.size_bytes)}{', gzip' if r.compressed else ''}, "
                  f"{r.event_count:,} events, span {_ms(r.trace_span_us)} ms)")
-    devices = "; ".join(
-        f"{d.id if d.id is not None else '?'}: {d.name}"
-        + (f" (sm {d.compute_capability}" if d.compute_capability else " (")
-        + (f", {d.memory_bytes / 2**30:.1f} GiB)" if d.memory_bytes else ")")
-        for d in r.devices)
+    devices = "; ".join(_device(d) for d in r.devices)
     lines.append(f"  devices   {devices or unlisted(r.gpu)}")
     if r.versions:
         lines.append("  versions  " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in r.versions.items()))
@@ -198,6 +194,13 @@ def _memory_lines(m: MemorySummary | None) -> list[str]:
         for site in snap.sites:
             lines.append(f"  {format_bytes(site.bytes):>10} {site.blocks:>7}  {site.location} {site.function}")
     return lines
+
+
+def _device(d: Device) -> str:
+    """``0: NVIDIA H200 (sm 9.0, 139.8 GiB)``; the parenthesis holds only what the trace recorded, none without."""
+    known = ([f"sm {d.compute_capability}"] if d.compute_capability else []) + (
+        [f"{d.memory_bytes / 2**30:.1f} GiB"] if d.memory_bytes else [])
+    return f"{d.id if d.id is not None else '?'}: {d.name}" + (f" ({', '.join(known)})" if known else "")
 
 
 def _step_rows(steps: Sequence[_Step], row: Callable[[_Step], str]) -> list[str]:

@@ -65,7 +65,7 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_browser/compare.py": ["tests/test_compare_rules.py", "tests/test_compare_page.py"],
     # the index and windows against a filter of the whole file written from the rule (not the server tests: slow)
     "lightx2v/trace_browser/step_index.py": ["tests/test_step_index_rules.py", "tests/test_timeline_window.py"],
-    "lightx2v/trace_browser/window.py": ["tests/test_timeline_window.py"],
+    "lightx2v/trace_browser/window.py": ["tests/test_window_rules.py", "tests/test_timeline_window.py"],
     "lightx2v/trace_browser/flame.py": ["tests/test_flame_rules.py", "tests/test_compare_page.py"],
     "lightx2v/trace_summary/intervals.py": ["tests/test_intervals_rules.py"],
     "lightx2v/trace_summary/ids.py": ["tests/test_ids_rules.py", "tests/test_launch_rules.py"],
@@ -226,6 +226,12 @@ _UNUSED_SHIFT = ("op_ts only feeds memory.summarize, which answers [] without me
 _TABLES_DELETED = ("_asdict deletes each rank's tables from the converted dict: converting them first (not set to "
                    "None) gives the same document, only slower")
 _OWN_INDEX = "frame_tree builds the same FrameIndex itself when it is not given the pass's (only slower)"
+# reasons for trace_browser/window.py
+_FRAMES_DECODED = ("a window without frames drops Python frames by their cat: decoding them instead of skipping "
+                   "them gives the same events (only slower)")
+_ORJSON_REFUSED = ("orjson refusing the bytes falls back to json.loads of the piece's right bytes, which reads the "
+                   "same events (only slower)")
+_NO_OWNER = "owner()'s 'no step' is only tested by j >= 0: -2 is as negative as -1"
 EQUIVALENT: dict[str, str] = {
     "lightx2v.hostcheck.x_host_name__mutmut_16": _LOWERED,
     "lightx2v.hostcheck.x_build__mutmut_5": "the hostname is lower-cased before the strip: " + _LOWERED,
@@ -585,6 +591,15 @@ EQUIVALENT: dict[str, str] = {
     # trace_summary/model.py
     "lightx2v.trace_summary.model.x__asdict__mutmut_5": _TABLES_DELETED,
     "lightx2v.trace_summary.model.x__asdict__mutmut_8": _TABLES_DELETED,
+    # trace_browser/window.py
+    **{f"lightx2v.trace_browser.window.x__window__mutmut_{n}": _FRAMES_DECODED for n in (15, 17, 19)},
+    **{f"lightx2v.trace_browser.window.x__pieces__mutmut_{n}": _ORJSON_REFUSED for n in (33, 36, 37)},
+    "lightx2v.trace_browser.window.x__pieces__mutmut_25":
+        "rstrip(None) strips \\v and \\f as well: neither is JSON whitespace, so no trace file holds them "
+        "between events",
+    "lightx2v.trace_browser.window.x__pieces__mutmut_27":
+        "a piece ends after its last event's '}', its comma and the spaces after it: never with an X to strip",
+    **{f"lightx2v.trace_browser.window.x_step_window__mutmut_{n}": _NO_OWNER for n in (10, 27, 54)},
 }
 
 # the project's addopts (--durations, -ra) only add noise to thousands of runs; pytest-randomly, if installed, off

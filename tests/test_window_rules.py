@@ -10,7 +10,7 @@ import json
 import math
 from pathlib import Path
 
-from test_timeline_window import SMALL_PIECES, bytes_read, expected_range_events, load
+from test_timeline_window import SMALL_PIECES, bytes_read, expected_range_events, expected_step_events, load
 
 from lightx2v.trace_browser.step_index import step_index
 from lightx2v.trace_browser.window import range_window, step_window
@@ -101,3 +101,23 @@ def test_a_range_of_a_plain_trace_is_read_where_it_lies_not_the_whole_file(tmp_p
     assert json.loads(window)["traceEvents"] == expected_range_events(doc, lo, end, frames=False)
     assert "k_step61" in window_names(window)
     assert read < size / 4, f"read {read} of {size} bytes for a range in one step of 120"
+
+
+def test_frames_written_with_their_cat_first_are_read_where_they_lie_not_the_whole_file(tmp_path):
+    """Python frames whose "cat" comes before "ph" are decoded at indexing, not skipped: their pieces are read for
+    the windows their times meet, like any event's, not for every frames window."""
+    path = tmp_path / "rank0_host.pt.trace.json"
+    steps_trace(path, steps=120)
+    doc = load(str(path))
+    doc["traceEvents"] = [{"cat": e["cat"], **e} if e.get("cat") == "python_function" else e
+                          for e in doc["traceEvents"]]
+    path.write_text(json.dumps(doc))
+    index = step_index(str(path), None, SMALL_PIECES)
+    assert index.skipped == 0
+    size = path.stat().st_size
+    before = bytes_read()
+    framed = json.loads(step_window(str(path), index, 60, frames=True))["traceEvents"]
+    read = bytes_read() - before
+    assert framed == expected_step_events(doc, 60, frames=True)
+    assert {"model.py(61): forward", "main.py(1): <module>"} <= {e["name"] for e in framed}
+    assert read < size / 4, f"read {read} of {size} bytes for one step's frames of 120"

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from lightx2v.fileio import write_atomically
-from lightx2v.trace_summary.collect import FRAME_CAT, KERNEL_CATS, MEM_CATS, RUNTIME_CATS, STEP_PREFIX
+from lightx2v.trace_summary.collect import KERNEL_CATS, MEM_CATS, RUNTIME_CATS, STEP_PREFIX
 from lightx2v.trace_summary.reader import TraceStream
 
 VERSION = 4  # of the index file's layout: an index of another version is built again
@@ -219,8 +219,6 @@ def build_index(trace_path: str, chunk_bytes: int = PIECE_BYTES) -> StepIndex:
                     spans = cpu_steps if cat in STEP_CATS else gpu_steps
                     span = spans.setdefault(name, [ts, end])
                     span[0], span[1] = min(span[0], ts), max(span[1], end)
-            elif cat == FRAME_CAT:
-                chunk.frames = True
     if chunks:
         chunks[-1].stop = stream.events_end
     windows = _windows(cpu_steps, gpu_steps, launch_ts, gpu)

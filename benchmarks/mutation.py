@@ -232,6 +232,11 @@ _FRAMES_DECODED = ("a window without frames drops Python frames by their cat: de
 _ORJSON_REFUSED = ("orjson refusing the bytes falls back to json.loads of the piece's right bytes, which reads the "
                    "same events (only slower)")
 _NO_OWNER = "owner()'s 'no step' is only tested by j >= 0: -2 is as negative as -1"
+# reasons for trace_browser/flame.py
+_NOT_A_FRAME = "layout tells its items apart only by what == 'frame': any other tag is an op, as 'op' is"
+_NARROWER_AFTER = ("items are placed largest first: after a box too narrow to draw every later one is as narrow, so "
+                   "no drawn box reads x again")
+_ROOT_SHARE = "_share is only given the root's value as total, > 0 (layout draws nothing otherwise): never the '–'"
 EQUIVALENT: dict[str, str] = {
     "lightx2v.hostcheck.x_host_name__mutmut_16": _LOWERED,
     "lightx2v.hostcheck.x_build__mutmut_5": "the hostname is lower-cased before the strip: " + _LOWERED,
@@ -600,6 +605,24 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_browser.window.x__pieces__mutmut_27":
         "a piece ends after its last event's '}', its comma and the spaces after it: never with an X to strip",
     **{f"lightx2v.trace_browser.window.x_step_window__mutmut_{n}": _NO_OWNER for n in (10, 27, 54)},
+    # trace_browser/flame.py
+    "lightx2v.trace_browser.flame.x_layout__mutmut_21": "the root's parent (-1) is never placed: listing the root "
+                                                         "among its children adds no box",
+    "lightx2v.trace_browser.flame.x_layout__mutmut_75": _NOT_A_FRAME,
+    "lightx2v.trace_browser.flame.x_layout__mutmut_76": _NOT_A_FRAME,
+    "lightx2v.trace_browser.flame.x_layout__mutmut_94": _NARROWER_AFTER,
+    "lightx2v.trace_browser.flame.x_layout__mutmut_95": _NARROWER_AFTER,
+    **{f"lightx2v.trace_browser.flame.x__svg__mutmut_{n}": _STRICT for n in (11, 15, 16)},
+    **{f"lightx2v.trace_browser.flame.x__mix__mutmut_{n}": _STRICT for n in (27, 30, 31)},
+    **{f"lightx2v.trace_browser.flame.x_diff_flame_section__mutmut_{n}": _STRICT for n in (95, 98, 99)},
+    "lightx2v.trace_browser.flame.x__svg__mutmut_54": _TAG_CASE,
+    "lightx2v.trace_browser.flame.x_flame_section__mutmut_59": _TAG_CASE,
+    "lightx2v.trace_browser.flame.x_flame_section__mutmut_119": _TAG_CASE,
+    "lightx2v.trace_browser.flame.x__share__mutmut_2": _ROOT_SHARE,
+    "lightx2v.trace_browser.flame.x__share__mutmut_6": _ROOT_SHARE,
+    "lightx2v.trace_browser.flame.x__mix__mutmut_15": "a delta of 0 gives t = 0: grey, whichever colour it runs to",
+    "lightx2v.trace_browser.flame.x_diff_flame_section__mutmut_13":
+        "tb and tn are None whenever base or new is: the later tests only narrow the types",
 }
 
 # the project's addopts (--durations, -ra) only add noise to thousands of runs; pytest-randomly, if installed, off

@@ -247,3 +247,115 @@ def test_a_worker_without_a_rank_names_the_views_by_its_worker_and_nothing_is_st
     assert {i.attrs["name"] for i in doc.find_all("input")} == {"flame-host_1"}
     for page in (flame.flame_section(r), flame.diff_flame_section(side(tree(OWN)), side(tree(OWN)))):
         assert stray_text(parse(page)) == []
+
+
+# --- boundaries of the layout --------------------------------------------------------------------------------------
+
+def test_a_view_whose_first_frame_has_no_time_draws_the_others():
+    got, _ = boxes(tree({1: ("aten::linear", 0.0, 0.0), 2: ("aten::mm", 0.0, 100.0)}), 2)
+    assert [b[3] for b in got] == ["all", "forward (model.py:10)", "aten::mm"]
+
+
+def test_a_view_of_under_a_microsecond_in_all_is_drawn():
+    got, _ = boxes(tree({2: ("aten::mm", 0.0, 0.8)}), 2)
+    assert [(b[3], b[2]) for b in got] == [("all", 1000.0), ("forward (model.py:10)", 1000.0), ("aten::mm", 1000.0)]
+
+
+def test_an_op_without_time_is_neither_drawn_nor_counted_as_left_out():
+    t = tree(OWN)
+    t.ops[(3, "aten::idle")] = [0.0, 0.0, 0.0, 0.0]
+    got, hidden = boxes(t, 2)
+    assert "aten::idle" not in [b[3] for b in got] and hidden == 0
+
+
+def test_a_box_too_narrow_for_a_label_holds_only_its_rectangle_and_tip():
+    box = flame.Box(10.0, 1, 20.0, "forward_pass", "user", 1.0, ("forward_pass",))
+    (g,) = parse(flame._svg([box], ["#fff"], ["the tip"], "aria")).find_all("g")
+    assert g.text() == "the tip" and [n.tag for n in g.elements()] == ["rect", "title"]
+
+
+@pytest.mark.parametrize("delta,colour", [(0.5, "#e18a8a"), (-0.5, "#86b2d0")])
+def test_a_change_under_a_microsecond_is_coloured_by_its_sign(delta, colour):
+    assert flame._mix(delta, 1.0) == colour
+
+
+# --- the Overview's section ----------------------------------------------------------------------------------------
+
+FOLDED_CAPTION = ("Python frames of the capture (with_stack), per step over 1 step(s); torch, the standard library "
+                  "and site-packages folded into the calling frame. Width: share of the view's time; hover a box for "
+                  "its numbers. Colours: your code nn.Module top-level op.")
+
+
+def test_the_overviews_heading_and_caption_read_exactly_with_the_legend_in_the_boxes_colours():
+    doc = parse(flame.flame_section(rank(tree(OWN))))
+    section = doc.find("section")
+    assert section.attrs["class"] == "flame" and section.find("h3").text() == "Where in your code"
+    caption = section.find("p", cls="flame-caption")
+    assert caption.text() == FOLDED_CAPTION
+    assert [(s.text(), s.attrs["style"]) for s in caption.find_all("span")] == [
+        ("your code", "background:#f0a35e"), ("nn.Module", "background:#8fb4e3"),
+        ("top-level op", "background:#9ccf8a")]
+    kept = parse(flame.flame_section(rank(tree(OWN), folded=False))).find("p", cls="flame-caption").text()
+    assert kept == FOLDED_CAPTION.replace("torch, the standard library and site-packages folded into the calling "
+                                          "frame", "every frame kept")
+
+
+def test_after_a_view_without_time_the_next_view_is_still_drawn():
+    doc = parse(flame.flame_section(rank(tree({1: ("x", 0.0, 5.0)}))))
+    assert [i.attrs["id"] for i in doc.find_all("input")] == ["flame-1-gpu", "flame-1-cpu"]
+    assert [p.text() for p in doc.find_all("p", cls="flame-caption")][1:] == ["CPU op time: 0.005 ms per step"]
+    assert len(doc.find_all("svg")) == 1
+
+
+# --- the Compare page's section ------------------------------------------------------------------------------------
+
+DIFF_HEAD = "Where in your code: NEW against BASE"
+
+
+def diff_caption(largest: str, more: str = "") -> str:
+    return (f"CPU op time per step by Python frame, NEW's shape; red: slower, blue: faster than the same stack in "
+            f"BASE (the strongest colour: the largest change, {largest} ms){more}.")
+
+
+def test_the_compare_caption_gives_the_largest_change_below_the_root_even_in_the_first_box():
+    base = tree(OWN)
+    # Block_0, the first box below the root: +1000 us, +500 in each of its two ops; attn +10 us
+    new = tree(OWN | {1: ("aten::linear", 0.0, 1100.0)})
+    new.ops[(1, "aten::relu")] = [0.0, 0.0, 500.0, 0.0]
+    new.ops[(3, "aten::mul")] = [0.0, 0.0, 10.0, 0.0]
+    doc = parse(flame.diff_flame_section(side(base), side(new, gpu=False)))
+    assert doc.find("h3").text() == DIFF_HEAD
+    assert doc.find("p", cls="flame-caption").text() == diff_caption("1.000")
+    tips = [t.text() for t in doc.find_all("title")]
+    assert tips[:2] == ["all: NEW 2.010 ms, BASE 1.000 ms per step (+1.010 ms)",
+                        "nn.Module: Block_0: NEW 1.600 ms, BASE 0.600 ms per step (+1.000 ms)"]
+
+
+def test_the_compare_caption_counts_the_boxes_too_narrow_to_draw():
+    base = tree(OWN)
+    new = tree({1: ("x", 0.0, 1000.0), 2: ("y", 0.0, 0.3), 3: ("z", 0.0, 0.3)})
+    caption = parse(flame.diff_flame_section(side(base), side(new, gpu=False))).find("p", cls="flame-caption")
+    # Block_0's op x (1000 us) is not in BASE (aten::linear is): all new, the largest change below the root
+    assert caption.text() == diff_caption("1.000", "; 2 boxes under 0.5 px left out")
+
+
+def test_a_compare_graph_of_only_boxes_too_narrow_to_draw_has_the_root_alone_and_no_largest_change():
+    new = tree({})
+    for i in range(2001):  # 1000 / 2001 px each: all under half a pixel
+        new.ops[(0, f"op{i}")] = [0.0, 0.0, 1.0, 0.0]
+    doc = parse(flame.diff_flame_section(side(new), side(new, gpu=False)))
+    assert [g.attrs["data-name"] for g in doc.find_all("g")] == ["all"]
+    assert doc.find("p", cls="flame-caption").text() == diff_caption("0.000", "; 2001 boxes under 0.5 px left out")
+
+
+def test_base_boxes_too_narrow_to_draw_still_count_as_before():
+    base = tree({1: ("aten::linear", 0.0, 3000.0), 3: ("aten::add", 0.0, 0.9)})  # add: 0.3 px in BASE
+    new = tree({1: ("aten::linear", 0.0, 3000.0), 3: ("aten::add", 0.0, 300.0)})
+    tips = [t.text() for t in parse(flame.diff_flame_section(side(base), side(new, gpu=False))).find_all("title")]
+    assert "forward (model.py:10) > attn (model.py:20) > aten::add: NEW 0.300 ms, BASE 0.001 ms per step " \
+           "(+0.299 ms)" in tips
+
+
+def test_no_compare_graph_when_new_has_no_time_in_the_view():
+    base = tree(OWN)
+    assert flame.diff_flame_section(side(base), side(tree({1: ("x", 5.0, 0.0)}), gpu=False)) == ""

@@ -64,7 +64,8 @@ FAST_TESTS: dict[str, list[str]] = {
                                            "-k", "not finds_each_ranks_snapshot"],
     "lightx2v/trace_browser/compare.py": ["tests/test_compare_rules.py", "tests/test_compare_page.py"],
     # the index and windows against a filter of the whole file written from the rule (not the server tests: slow)
-    "lightx2v/trace_browser/step_index.py": ["tests/test_step_index_rules.py", "tests/test_timeline_window.py"],
+    "lightx2v/trace_browser/step_index.py": ["tests/test_step_index_rules.py", "tests/test_window_rules.py",
+                                             "tests/test_timeline_window.py"],
     "lightx2v/trace_browser/window.py": ["tests/test_window_rules.py", "tests/test_timeline_window.py"],
     "lightx2v/trace_browser/flame.py": ["tests/test_flame_rules.py", "tests/test_compare_page.py"],
     "lightx2v/trace_summary/intervals.py": ["tests/test_intervals_rules.py"],
@@ -232,6 +233,13 @@ _FRAMES_DECODED = ("a window without frames drops Python frames by their cat: de
 _ORJSON_REFUSED = ("orjson refusing the bytes falls back to json.loads of the piece's right bytes, which reads the "
                    "same events (only slower)")
 _NO_OWNER = "owner()'s 'no step' is only tested by j >= 0: -2 is as negative as -1"
+# reasons for trace_browser/step_index.py
+_ASCII_INDEX = "the index file is written by json.dumps (ASCII only): any locale's encoding reads it back alike"
+_PLACEHOLDER = ("step_index, build_index's only caller, sets the index's size and mtime_ns right after: the "
+                "placeholders are never read")
+_NO_STEP = "a step number is only tested by k >= 0 (and compared with one): -2 is as much no step as -1"
+_NO_OWNER_YET = ("the first id's owner is compared with a step number k >= 0 only: None, -2 and -3 equal none of "
+                 "them alike")
 # reasons for trace_browser/flame.py
 _NOT_A_FRAME = "layout tells its items apart only by what == 'frame': any other tag is an op, as 'op' is"
 _NARROWER_AFTER = ("items are placed largest first: after a box too narrow to draw every later one is as narrow, so "
@@ -605,6 +613,15 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_browser.window.x__pieces__mutmut_27":
         "a piece ends after its last event's '}', its comma and the spaces after it: never with an X to strip",
     **{f"lightx2v.trace_browser.window.x_step_window__mutmut_{n}": _NO_OWNER for n in (10, 27, 54)},
+    # trace_browser/step_index.py
+    "lightx2v.trace_browser.step_index.x__cache_file__mutmut_9": _CODEC_CASE,
+    **{f"lightx2v.trace_browser.step_index.x__read__mutmut_{n}": _ASCII_INDEX for n in (2, 4, 6)},
+    **{f"lightx2v.trace_browser.step_index.x_build_index__mutmut_{n}": _PLACEHOLDER for n in (152, 153, 170, 171)},
+    **{f"lightx2v.trace_browser.step_index.x_frame_span__mutmut_{n}": _STRICT for n in (18, 21, 22)},
+    **{f"lightx2v.trace_browser.step_index.x__windows__mutmut_{n}": _NO_STEP for n in (21, 35, 62)},
+    **{f"lightx2v.trace_browser.step_index.x__windows__mutmut_{n}": _NO_OWNER_YET for n in (22, 24)},
+    "lightx2v.trace_browser.step_index.x__windows__mutmut_84": "only the default's second item is read: its first "
+                                                               "(0.0 or 1.0) never is",
     # trace_browser/flame.py
     "lightx2v.trace_browser.flame.x_layout__mutmut_21": "the root's parent (-1) is never placed: listing the root "
                                                          "among its children adds no box",

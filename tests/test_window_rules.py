@@ -121,3 +121,11 @@ def test_frames_written_with_their_cat_first_are_read_where_they_lie_not_the_who
     assert framed == expected_step_events(doc, 60, frames=True)
     assert {"model.py(61): forward", "main.py(1): <module>"} <= {e["name"] for e in framed}
     assert read < size / 4, f"read {read} of {size} bytes for one step's frames of 120"
+
+
+def test_a_window_holding_an_integer_past_64_bits_is_written_with_it_exact(tmp_path):
+    path = tmp_path / "big.json"
+    path.write_text('{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 10, '
+                    '"dur": 5, "args": {"External id": 1180591620717411303424}}]}')
+    window = json.loads(range_window(str(path), 0.0, 100.0))
+    assert [e["args"]["External id"] for e in window["traceEvents"]] == [2**70]

@@ -39,7 +39,10 @@ try:  # the reader's optional speed-up, for writing too
     import orjson
 
     def _dumps(value: Any) -> bytes:
-        return orjson.dumps(value)
+        try:
+            return orjson.dumps(value)
+        except TypeError:  # an integer past 64 bits (the reader decodes them exactly; orjson writes none)
+            return json.dumps(value, separators=(",", ":")).encode()
 
     _loads: Callable[[bytes], Any] = orjson.loads
 except ImportError:  # pragma: no cover - same bytes' meaning, slower

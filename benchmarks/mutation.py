@@ -114,6 +114,9 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/frames.py": ["tests/test_frames_rules.py"],
     "lightx2v/trace_browser/files.py": ["tests/test_files_rules.py"],
     "lightx2v/trace_browser/roofline.py": ["tests/test_roofline_rules.py"],
+    "lightx2v/trace_browser/html_page.py": ["tests/test_html_page_rules.py"],
+    "lightx2v/trace_browser/page.py": ["tests/test_page_rules.py"],
+    "lightx2v/trace_browser/capture_panel.py": ["tests/test_capture_panel_rules.py"],
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),
@@ -226,6 +229,8 @@ _UNUSED_SHIFT = ("op_ts only feeds memory.summarize, which answers [] without me
 _TABLES_DELETED = ("_asdict deletes each rank's tables from the converted dict: converting them first (not set to "
                    "None) gives the same document, only slower")
 _OWN_INDEX = "frame_tree builds the same FrameIndex itself when it is not given the pass's (only slower)"
+_LAST_PART = "the last part of a split on every '/' (or on the last two) is the last part of a split on the last one"
+_QUOTE_SAFE = "quote() never escapes letters: safe='XXXX' quotes what safe='' does"
 EQUIVALENT: dict[str, str] = {
     "lightx2v.hostcheck.x_host_name__mutmut_16": _LOWERED,
     "lightx2v.hostcheck.x_build__mutmut_5": "the hostname is lower-cased before the strip: " + _LOWERED,
@@ -585,6 +590,10 @@ EQUIVALENT: dict[str, str] = {
     # trace_summary/model.py
     "lightx2v.trace_summary.model.x__asdict__mutmut_5": _TABLES_DELETED,
     "lightx2v.trace_summary.model.x__asdict__mutmut_8": _TABLES_DELETED,
+    # trace_browser/page.py
+    "lightx2v.trace_browser.page.x_render_index__mutmut_13": _QUOTE_SAFE,
+    "lightx2v.trace_browser.page.x_render_index__mutmut_18": _LAST_PART,
+    "lightx2v.trace_browser.page.x_render_index__mutmut_21": _LAST_PART,
 }
 
 # the project's addopts (--durations, -ra) only add noise to thousands of runs; pytest-randomly, if installed, off

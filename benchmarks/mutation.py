@@ -117,6 +117,8 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_browser/html_page.py": ["tests/test_html_page_rules.py"],
     "lightx2v/trace_browser/page.py": ["tests/test_page_rules.py"],
     "lightx2v/trace_browser/capture_panel.py": ["tests/test_capture_panel_rules.py"],
+    "lightx2v/trace_browser/timeline.py": ["tests/test_timeline_rules.py"],
+    "lightx2v/trace_browser/overview.py": ["tests/test_overview_rules.py"],
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),

@@ -119,6 +119,8 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_browser/capture_panel.py": ["tests/test_capture_panel_rules.py"],
     "lightx2v/trace_browser/timeline.py": ["tests/test_timeline_rules.py"],
     "lightx2v/trace_browser/overview.py": ["tests/test_overview_rules.py"],
+    # the routes called in this process on a results folder made by the test (not the server tests: a child process)
+    "lightx2v/trace_browser/offline.py": ["tests/test_offline_rules.py"],
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),

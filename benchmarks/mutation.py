@@ -121,6 +121,8 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_browser/overview.py": ["tests/test_overview_rules.py"],
     # the routes called in this process on a results folder made by the test (not the server tests: a child process)
     "lightx2v/trace_browser/offline.py": ["tests/test_offline_rules.py"],
+    # the handler fed requests from memory, the discovery file, the root check (not the server tests: a child process)
+    "lightx2v/trace_browser/server.py": ["tests/test_server_rules.py"],
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),
@@ -144,6 +146,11 @@ ONLY_FUNCTIONS: dict[str, list[str]] = {
     "lightx2v/trace_summary/frames.py": [
         "x_frame_kind", "x_keeps", "x_location", "x_label", "x_module_class", "x_inclusive", "x__outermost",
         "x__ancestry", "x_per_frame", "x_frame_series", "x__top_ops", "x_frame_summary", "x_collapsed_stacks"],
+    # the server: its request handling (the handler fed requests from memory), the discovery file and the root
+    # check; not serve() (it blocks in serve_forever and sets the SIGTERM handler: left to the child-process tests)
+    "lightx2v/trace_browser/server.py": [
+        "xǁTraceBrowserServerǁ__init__", "xǁHandlerǁ*", "x_write_discovery", "x__remove_stale", "x_remove_discovery",
+        "x_root_problem"],
 }
 
 # mutant -> why it cannot change behaviour (an equivalent mutant: no test can kill it). mutmut names a mutant

@@ -242,6 +242,9 @@ _TABLES_DELETED = ("_asdict deletes each rank's tables from the converted dict: 
 _OWN_INDEX = "frame_tree builds the same FrameIndex itself when it is not given the pass's (only slower)"
 _LAST_PART = "the last part of a split on every '/' (or on the last two) is the last part of a split on the last one"
 _QUOTE_SAFE = "quote() never escapes letters: safe='XXXX' quotes what safe='' does"
+_NO_ROWS = "the longest figure's default is only taken with no rows, when no bar is drawn to scale by it"
+_INT_SIZE = "a rank's file size is always an int (os.stat): format_bytes' text for None never shows"
+_FLAG_PCT = "101 x IDLE_FLAG_RATIO (0.20) is 20.2, printed without decimals as '20' as 100 x 0.20 is"
 EQUIVALENT: dict[str, str] = {
     "lightx2v.hostcheck.x_host_name__mutmut_16": _LOWERED,
     "lightx2v.hostcheck.x_build__mutmut_5": "the hostname is lower-cased before the strip: " + _LOWERED,
@@ -605,6 +608,16 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_browser.page.x_render_index__mutmut_13": _QUOTE_SAFE,
     "lightx2v.trace_browser.page.x_render_index__mutmut_18": _LAST_PART,
     "lightx2v.trace_browser.page.x_render_index__mutmut_21": _LAST_PART,
+    # trace_browser/overview.py
+    **{f"lightx2v.trace_browser.overview.x_{fn}__mutmut_{n}": _NO_ROWS
+       for fn, n in (("_ranks_section", 5), ("_ranks_section", 8), ("_steps", 12), ("_steps", 15), ("_kernels", 8),
+                     ("_kernels", 11))},
+    **{f"lightx2v.trace_browser.overview.x__rank_section__mutmut_{n}": _INT_SIZE for n in (61, 63, 64)},
+    **{f"lightx2v.trace_browser.overview.x_memory_curve__mutmut_{n}": _STRICT for n in (33, 36, 37)},
+    "lightx2v.trace_browser.overview.x__idle__mutmut_6": _FLAG_PCT,
+    "lightx2v.trace_browser.overview.x__idle__mutmut_8": _FLAG_PCT,
+    "lightx2v.trace_browser.overview.x__steps__mutmut_4": "at exactly 64 steps the first 60 and the last 4 are all "
+                                                          "of them: the same rows either way",
 }
 
 # the project's addopts (--durations, -ra) only add noise to thousands of runs; pytest-randomly, if installed, off

@@ -27,6 +27,7 @@ from lightx2v.trace_summary.model import (
     CpuOpStat,
     Device,
     DeviceMemory,
+    Efficiency,
     GpuTotals,
     IdleCauses,
     IdleStats,
@@ -102,6 +103,7 @@ def test_one_traces_page_is_titled_by_its_worker_and_links_back_and_to_its_timel
                        '<a href="/timeline/run/rank0.json">Timeline</a><br>devices: none recorded (CPU-only trace)'
                        "</p>")
     assert "<h1>Run" not in html and "id=ranks" not in html
+    assert "tr.straggler td { background: #fdecea; }" in html.split("</style>", 1)[0]  # the Overview's own style
 
 
 def test_without_a_timeline_link_the_meta_line_has_none_and_the_back_link_goes_to_the_list():
@@ -213,6 +215,15 @@ def test_a_ranks_heading_and_meta_line_name_its_rank_devices_versions_and_notes(
                          "</section>"]
 
 
+def test_a_ranks_memory_and_efficiency_figures_get_their_sections():
+    eff = Efficiency(shapes_recorded=True, hint="", peak=None, target_pct=80.0, steps=1, step_wall_us=1000.0,
+                     gpu=True, modeled_us=0.0, unmodeled_us=0.0, matrix_flops=0.0, step_tflops_per_s=None,
+                     mfu_pct=None, headline="nothing to gain", classes=[], ops=[])
+    html = _rank_section(rank_summary(memory=MemorySummary([device()]), efficiency=eff), None, False).split("\n")
+    assert html[4].startswith("<h3>Device memory: cuda:0</h3><p class=meta>peak 2.0 MB allocated")
+    assert html[6:8] == ["<h3>How far from the limit</h3>", "<p class=headline>nothing to gain</p>"]
+
+
 def test_a_rank_without_a_world_size_says_only_its_rank():
     html = _rank_section(rank_summary(rank=3), None, False).split("\n")
     assert html[:2] == ['<section class=rank id="rank-3">', "<h1>host_1 (rank 3)</h1>"]
@@ -239,6 +250,14 @@ def test_each_step_is_a_row_with_its_figures_and_a_bar_scaled_to_the_longest():
         + bar("&lt;b&gt;: 1.000 ms, CPU step", rect("0.0", "110.0", CPU))
         + "</td><td class=num>0.900</td><td class=num>–</td><td class=num>–</td><td class=num>0</td>"
         "<td class=num>–</td></tr>") + "</tbody>")
+
+
+def test_a_steps_idle_part_is_its_wall_time_less_its_busy_time_and_an_unknown_kernel_count_reads_a_dash():
+    html = _steps(rank_summary(steps=[step("S1", 1000.0, 900.0, 500.0, 50.0), step("S2", 2000.0, 2000.0)]))
+    assert ("<tr><td>S1</td><td class=num>1.000</td><td>"
+            + bar("S1: 1.000 ms, GPU busy / idle", rect("0.0", "55.0", BUSY) + rect("55.0", "55.0", IDLE))
+            + "</td><td class=num>0.900</td><td class=num>0.500</td><td class=num>50.0</td><td class=num>–</td>"
+            "<td class=num>–</td></tr>") in html
 
 
 def names_shown(html: str) -> list[str]:
@@ -461,6 +480,14 @@ def test_no_causes_table_without_idle_time():
     assert " idle 0.000 of 10.000 ms (0.0%), ok (flagged at ≥ 20%);" in html
 
 
+def test_idle_time_and_causes_under_a_microsecond_still_get_their_rows():
+    causes = IdleCauses(1.5, 0.5, 0.0, 0.0, 0.0, "host wait")
+    html = _idle(idle_stats(idle_us=2.0, ratio=0.0002, flagged=False, causes=causes))
+    assert re.findall(r"<tr><td>([a-z ]+)</td>", html) == ["host wait", "sync"]
+    html = _idle(idle_stats(idle_us=0.5, ratio=0.0, flagged=False, causes=IdleCauses(0.5, 0.0, 0.0, 0.0, 0.0, "")))
+    assert re.findall(r"<tr><td>([a-z ]+)</td>", html) == ["host wait"]
+
+
 def test_each_cause_with_time_is_a_row_in_the_causes_order():
     causes = IdleCauses(100.0, 200.0, 300.0, 400.0, 2000.0, "unknown")
     html = _idle(idle_stats(causes=causes))
@@ -521,3 +548,11 @@ def test_the_top_cpu_ops_are_rows_with_bars_scaled_to_the_first():
         "<tr><td class=name>aten::&lt;add&gt;</td><td>" + bar("15.0% of CPU self time", rect("0.0", "55.0", CPU))
         + "</td><td class=num>15.0</td><td class=num>0.500</td><td class=num>0.500</td><td class=num>2</td></tr>"
         "</tbody></table>")
+
+
+def test_the_steps_are_shaded_in_turn():
+    curve = MemoryCurve([0.0, 300.0], [1, 1], [None, None], 0)
+    steps = [step_memory(f"S{i}", 0, 0, 0, False, at=(100.0 * i, 100.0 * (i + 1))) for i in range(3)]
+    got = memory_curve(device(curve=curve, steps=steps))
+    assert re.findall(r'<rect class=step x="([^"]*)" width="([^"]*)" height="120" fill="([^"]*)">', got) == [
+        ("0.0", "220.0", SHADE), ("220.0", "220.0", IDLE), ("440.0", "220.0", SHADE)]

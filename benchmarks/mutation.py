@@ -245,6 +245,9 @@ _QUOTE_SAFE = "quote() never escapes letters: safe='XXXX' quotes what safe='' do
 _NO_ROWS = "the longest figure's default is only taken with no rows, when no bar is drawn to scale by it"
 _INT_SIZE = "a rank's file size is always an int (os.stat): format_bytes' text for None never shows"
 _FLAG_PCT = "101 x IDLE_FLAG_RATIO (0.20) is 20.2, printed without decimals as '20' as 100 x 0.20 is"
+_SIDES_READ = ("unreachable: summarize_run (without keep_going) raises TraceError for a rank it cannot read, so "
+               "each side has a rank and compare_runs never raises its ValueError here")
+_WINDOW_INDEX = "range_window without the trace's index reads the whole file for the same events (only slower)"
 EQUIVALENT: dict[str, str] = {
     "lightx2v.hostcheck.x_host_name__mutmut_16": _LOWERED,
     "lightx2v.hostcheck.x_build__mutmut_5": "the hostname is lower-cased before the strip: " + _LOWERED,
@@ -616,6 +619,18 @@ EQUIVALENT: dict[str, str] = {
     **{f"lightx2v.trace_browser.overview.x_memory_curve__mutmut_{n}": _STRICT for n in (33, 36, 37)},
     "lightx2v.trace_browser.overview.x__idle__mutmut_6": _FLAG_PCT,
     "lightx2v.trace_browser.overview.x__idle__mutmut_8": _FLAG_PCT,
+    # trace_browser/offline.py
+    "lightx2v.trace_browser.offline.x_timeline_window__mutmut_32": "a step that is not all digits reads -1 or -2: "
+                                                                   "either is refused as no such step (k < 0)",
+    "lightx2v.trace_browser.offline.x_timeline_window__mutmut_80": _WINDOW_INDEX,
+    "lightx2v.trace_browser.offline.x_timeline_window__mutmut_85": _WINDOW_INDEX,
+    "lightx2v.trace_browser.offline.x__run_files__mutmut_32": "a single trace's run path (its folder) shows on no "
+                                                              "page: the Overview shows a run's path only for "
+                                                              "several ranks, Compare not at all",
+    **{f"lightx2v.trace_browser.offline.x_compare_page__mutmut_{n}": _SIDES_READ for n in range(69, 82)},
+    "lightx2v.trace_browser.offline.x_compare_page__mutmut_90": "overview_url('') is '/overview/' as "
+                                                                "run_overview_url('') is",
+    "lightx2v.trace_browser.offline.x_runs_section__mutmut_3": "only the number of a folder's traces is read",
     "lightx2v.trace_browser.overview.x__steps__mutmut_4": "at exactly 64 steps the first 60 and the last 4 are all "
                                                           "of them: the same rows either way",
 }

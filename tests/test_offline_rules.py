@@ -224,7 +224,7 @@ def test_the_overview_of_a_trace_links_its_timeline_relative_to_the_root(root):
 def test_the_overview_of_a_run_folder_compares_its_ranks(root):
     page = overview_page(str(root), "run/")
     assert page.status == 200
-    assert b"<h1>Run run: 2 ranks</h1>" in page.body
+    assert f"<h1>Run run: 2 ranks</h1><p class=path>{root / 'run'}</p>".encode() in page.body
     assert b'<a href="/timeline/run/r0.json">Timeline</a>' in page.body
     assert b'<a href="/timeline/run/r1.json">Timeline</a>' in page.body
 
@@ -266,10 +266,20 @@ def test_compare_with_one_side_is_refused(root, query):
         400, "name both sides: /compare?base=<trace or run folder/>&new=<...>")
 
 
-def test_compare_of_a_run_and_a_trace_links_each_sides_overview(root):
+def test_compare_of_a_run_and_a_trace_links_each_sides_overview_and_compares_the_runs_ranks(root):
     page = compare_page(str(root), "base=run%2F&new=w.pt.trace.json")
     assert (page.status, page.content_type) == (200, HTML)
-    assert b'href="/overview/run/"' in page.body and b'href="/overview/w.pt.trace.json"' in page.body
+    assert b'<h1>Compare run \xe2\x86\x92 w.pt.trace.json</h1>' in page.body
+    assert b'<td><a href="/overview/run/">run/</a></td><td>2 ranks, step 1.100 ms, straggler r0</td>' in page.body
+    assert b'<td><a href="/overview/w.pt.trace.json">w.pt.trace.json</a></td><td>1 rank,' in page.body
+    assert b"<section id=ranks>" in page.body  # BASE has two ranks
+
+
+def test_compare_of_a_run_named_with_more_slashes_links_its_overview_once_slashed(root):
+    shutil.copytree(root / "run", root / "ranksX")
+    page = compare_page(str(root), "base=ranksX%2F%2F&new=w.pt.trace.json")
+    assert page.status == 200
+    assert b'<a href="/overview/ranksX/">ranksX//</a>' in page.body
 
 
 def test_compare_of_the_root_links_the_roots_overview(root):

@@ -335,18 +335,37 @@ def test_the_discovery_file_says_where_the_page_is(tmp_path):
     remove_discovery(path)  # gone already: nothing to do
 
 
-def test_files_of_dead_servers_of_this_host_are_removed_and_no_others(tmp_path):
+ALIVE_PID = 4242
+
+
+@pytest.fixture
+def kills(monkeypatch) -> list:
+    """os.kill for these tests: ALIVE_PID exists, no other pid does; the calls made, recorded (no real process is
+    ever signalled, whatever the code under test asks)."""
+    calls: list = []
+
+    def kill(pid, sig):
+        calls.append((pid, sig))
+        if pid != ALIVE_PID:
+            raise ProcessLookupError(3, "No such process")
+
+    monkeypatch.setattr(server_module.os, "kill", kill)
+    return calls
+
+
+def test_files_of_dead_servers_of_this_host_are_removed_and_no_others(tmp_path, kills):
     folder = tmp_path / ".trace_browser"
     folder.mkdir()
     host = socket.gethostname()
-    names = [f"{host}_{DEAD_PID}.json", f"{host}_{os.getpid()}.json", f"{host}_{os.getppid()}.json",
+    names = [f"{host}_{DEAD_PID}.json", f"{host}_{os.getpid()}.json", f"{host}_{ALIVE_PID}.json",
              f"other_{DEAD_PID}.json", f"{host}_{DEAD_PID}.txt", f"{host}_x.json", f"{host}.json",
-             f"{host}_{DEAD_PID + 1}"]
+             f"{host}_{DEAD_PID + 1}", f"x{host}_{DEAD_PID}.json"]
     for name in names:
         (folder / name).write_text("{}")
     (folder / f"{host}_{DEAD_PID + 2}.json").mkdir()  # cannot be unlinked: left
     write_discovery(str(tmp_path), 1, "u")
     assert sorted(os.listdir(folder)) == sorted(names[1:] + [f"{host}_{DEAD_PID + 2}.json"])
+    assert sorted(kills) == [(ALIVE_PID, 0), (DEAD_PID, 0), (DEAD_PID + 2, 0)]  # asked whether each one exists
 
 
 def test_a_server_of_another_user_is_alive(tmp_path, monkeypatch):

@@ -248,6 +248,9 @@ _FLAG_PCT = "101 x IDLE_FLAG_RATIO (0.20) is 20.2, printed without decimals as '
 _SIDES_READ = ("unreachable: summarize_run (without keep_going) raises TraceError for a rank it cannot read, so "
                "each side has a rank and compare_runs never raises its ValueError here")
 _WINDOW_INDEX = "range_window without the trace's index reads the whole file for the same events (only slower)"
+_HEADER_CASE = "HTTP header names are case-insensitive (the handler's email.message headers): 'host' finds Host"
+_MADE_IF_MISSING = ("makedirs runs only once the root was found missing: exist_ok matters only if another process "
+                    "creates it in between")
 EQUIVALENT: dict[str, str] = {
     "lightx2v.hostcheck.x_host_name__mutmut_16": _LOWERED,
     "lightx2v.hostcheck.x_build__mutmut_5": "the hostname is lower-cased before the strip: " + _LOWERED,
@@ -619,6 +622,16 @@ EQUIVALENT: dict[str, str] = {
     **{f"lightx2v.trace_browser.overview.x_memory_curve__mutmut_{n}": _STRICT for n in (33, 36, 37)},
     "lightx2v.trace_browser.overview.x__idle__mutmut_6": _FLAG_PCT,
     "lightx2v.trace_browser.overview.x__idle__mutmut_8": _FLAG_PCT,
+    # trace_browser/server.py (its ONLY_FUNCTIONS)
+    **{f"lightx2v.trace_browser.server.xǁHandlerǁ{fn}__mutmut_{n}": _HEADER_CASE
+       for fn, n in (("parse_request", 7), ("parse_request", 8), ("do_POST", 10), ("do_POST", 11), ("_answer", 22),
+                     ("_answer", 23))},
+    "lightx2v.trace_browser.server.xǁHandlerǁdo_HEAD__mutmut_1": _FALSE_NONE,
+    "lightx2v.trace_browser.server.xǁHandlerǁdo_POST__mutmut_12": "a missing Content-Length reads 'XX0XX', not "
+                                                                  "digits: no body is read, as for '0'",
+    "lightx2v.trace_browser.server.xǁHandlerǁ_send_page__mutmut_1": "_send_bytes reads `extra or {}`: '' is as "
+                                                                    "empty as None",
+    **{f"lightx2v.trace_browser.server.x_root_problem__mutmut_{n}": _MADE_IF_MISSING for n in (5, 7, 8)},
     # trace_browser/offline.py
     "lightx2v.trace_browser.offline.x_timeline_window__mutmut_32": "a step that is not all digits reads -1 or -2: "
                                                                    "either is refused as no such step (k < 0)",

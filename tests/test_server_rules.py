@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from lightx2v.assets import WEBCOMPONENTS, find
 from lightx2v.hostcheck import HostCheck
+from lightx2v.trace_browser import offline
 from lightx2v.trace_browser import server as server_module
 from lightx2v.trace_browser.server import (
     Handler,
@@ -86,8 +88,17 @@ def test_the_server_keeps_its_root_absolute_and_the_perfetto_origin_without_its_
     srv = TraceBrowserServer(("127.0.0.1", 0), "results", perfetto_ui="https://ui.example//")
     try:
         assert (srv.root, srv.perfetto_ui, srv.public_url) == (str(root), "https://ui.example", None)
+        assert srv.RequestHandlerClass is Handler
         assert srv.hosts == HostCheck(frozenset())
         assert srv.daemon_threads is True
+    finally:
+        srv.server_close()
+
+
+def test_the_perfetto_origins_last_letter_stays(root):
+    srv = TraceBrowserServer(("127.0.0.1", 0), str(root), perfetto_ui="https://ui.example/X/")
+    try:
+        assert srv.perfetto_ui == "https://ui.example/X"
     finally:
         srv.server_close()
 
@@ -231,6 +242,7 @@ def test_the_timeline_routes_answer_their_pages(server, steps):
     window = get(server, "/api/timeline/window/" + steps + "?step=1")
     assert (window.status, window.headers["Content-Type"]) == (200, "application/json")
     assert "Content-Disposition" not in window.headers
+    assert "k_step2" in {e["name"] for e in json.loads(window.body)["traceEvents"]}
     page = get(server, "/timeline/" + steps)
     assert page.status in (200, 503) and page.headers["Content-Type"] == "text/html; charset=utf-8"
     assert b"Timeline" in page.body
@@ -247,16 +259,23 @@ def test_the_overview_and_compare_routes_answer_their_pages(server, steps, root)
     for path in ("/overview/" + steps, "/overview/", "/overview", "/compare", "/compare?base=&new=" + steps):
         answer = get(server, path)
         assert (answer.status, answer.headers["Content-Type"]) == (200, "text/html; charset=utf-8"), path
+        assert answer.headers["Content-Length"] == str(len(answer.body)) and b"</html>" in answer.body, path
     assert get(server, "/overview").body == get(server, "/overview/").body  # the root's run
+    assert b"<h1>Compare " in get(server, "/compare?base=&new=" + steps).body
 
 
 def test_the_static_files_are_served_with_a_long_cache(server):
+    if offline.timeline.missing():
+        pytest.skip("the offline Timeline is not installed here")
     answer = get(server, "/assets/webcomponents.min.js")
-    if answer.status == 404:
-        pytest.skip("the polyfill is not installed here")
-    assert (answer.headers["Content-Type"], answer.headers["Cache-Control"]) == (
-        "application/javascript; charset=utf-8", "max-age=3600")
+    assert (answer.status, answer.headers["Content-Type"], answer.headers["Cache-Control"]) == (
+        200, "application/javascript; charset=utf-8", "max-age=3600")
     assert answer.headers["Content-Length"] == str(len(answer.body))
+    assert answer.body == find(WEBCOMPONENTS).read_bytes()
+    answer = get(server, "/vendor/trace_viewer_full.html")
+    assert (answer.status, answer.headers["Content-Type"], answer.headers["Cache-Control"]) == (
+        200, "text/html; charset=utf-8", "max-age=3600")
+    assert answer.body == offline.timeline.viewer_path().read_bytes()
 
 
 # --- methods and the one POST -------------------------------------------------------------------------------------
@@ -366,6 +385,15 @@ def test_files_of_dead_servers_of_this_host_are_removed_and_no_others(tmp_path, 
     write_discovery(str(tmp_path), 1, "u")
     assert sorted(os.listdir(folder)) == sorted(names[1:] + [f"{host}_{DEAD_PID + 2}.json"])
     assert sorted(kills) == [(ALIVE_PID, 0), (DEAD_PID, 0), (DEAD_PID + 2, 0)]  # asked whether each one exists
+
+
+def test_a_host_name_with_underscores_is_read_up_to_the_last_one(tmp_path, kills):
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / f"my_host_{DEAD_PID}.json").write_text("{}")
+    (folder / f"my_host_{ALIVE_PID}.json").write_text("{}")
+    _remove_stale(str(folder), "my_host")
+    assert os.listdir(folder) == [f"my_host_{ALIVE_PID}.json"]
 
 
 def test_a_server_of_another_user_is_alive(tmp_path, monkeypatch):

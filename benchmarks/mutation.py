@@ -244,7 +244,6 @@ _LAST_PART = "the last part of a split on every '/' (or on the last two) is the 
 _QUOTE_SAFE = "quote() never escapes letters: safe='XXXX' quotes what safe='' does"
 _NO_ROWS = "the longest figure's default is only taken with no rows, when no bar is drawn to scale by it"
 _INT_SIZE = "a rank's file size is always an int (os.stat): format_bytes' text for None never shows"
-_FLAG_PCT = "101 x IDLE_FLAG_RATIO (0.20) is 20.2, printed without decimals as '20' as 100 x 0.20 is"
 _SIDES_READ = ("unreachable: summarize_run (without keep_going) raises TraceError for a rank it cannot read, so "
                "each side has a rank and compare_runs never raises its ValueError here")
 _WINDOW_INDEX = "range_window without the trace's index reads the whole file for the same events (only slower)"
@@ -620,8 +619,8 @@ EQUIVALENT: dict[str, str] = {
                      ("_kernels", 11))},
     **{f"lightx2v.trace_browser.overview.x__rank_section__mutmut_{n}": _INT_SIZE for n in (61, 63, 64)},
     **{f"lightx2v.trace_browser.overview.x_memory_curve__mutmut_{n}": _STRICT for n in (33, 36, 37)},
-    "lightx2v.trace_browser.overview.x__idle__mutmut_6": _FLAG_PCT,
-    "lightx2v.trace_browser.overview.x__idle__mutmut_8": _FLAG_PCT,
+    "lightx2v.trace_browser.overview.x__idle__mutmut_6": _WHOLE_PERCENT,
+    "lightx2v.trace_browser.overview.x__idle__mutmut_8": _WHOLE_PERCENT,
     # trace_browser/server.py (its ONLY_FUNCTIONS)
     **{f"lightx2v.trace_browser.server.xǁHandlerǁ{fn}__mutmut_{n}": _HEADER_CASE
        for fn, n in (("parse_request", 7), ("parse_request", 8), ("do_POST", 10), ("do_POST", 11), ("_answer", 22),

@@ -15,7 +15,6 @@ import pytest
 
 from lightx2v.trace_browser.capture_panel import _relative, listing, post, refusal, with_panel
 
-NOW = time.time()
 JSON_HEADERS = {"Host": "127.0.0.1:9001", "Origin": "http://127.0.0.1:9001", "Content-Type": "application/json"}
 
 
@@ -24,8 +23,10 @@ def status(pid: int, rank: int = 0, world: int = 1, **extra) -> dict:
             "argv": ["infer.py", "--steps", "4"], "captures": 1, **extra}
 
 
-def put(root: Path, st: dict, beat_at: float = NOW, sub: str = "tb") -> Path:
-    """The status file of `st` under `<root>/<sub>/.capture`, last written at `beat_at`."""
+def put(root: Path, st: dict, ago: float = 0.0, sub: str = "tb") -> Path:
+    """The status file of `st` under `<root>/<sub>/.capture`, last written `ago` seconds ago (now: the test's
+    time, not the module's import, which a long mutation run may have left minutes behind)."""
+    beat_at = time.time() - ago
     folder = root / sub / ".capture"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{st['host']}_{st['pid']}.status.json"
@@ -80,19 +81,19 @@ def test_a_rank_of_a_larger_job_alone_here_is_a_process_row_with_its_rank(tmp_pa
 
 
 def test_running_processes_come_first_then_the_five_newest_that_stopped(tmp_path):
-    put(tmp_path, status(1), beat_at=NOW - 5)
-    put(tmp_path, status(2), beat_at=NOW - 3600)  # no heartbeat for an hour: gone
+    put(tmp_path, status(1), ago=5)
+    put(tmp_path, status(2), ago=3600)  # no heartbeat for an hour: gone
     for pid in range(10, 16):
-        put(tmp_path, status(pid, exited_at=NOW - 100 + pid), beat_at=NOW + pid)
+        put(tmp_path, status(pid, exited_at=time.time() - 100 + pid), ago=-pid)
     got = listing(str(tmp_path))
     assert [(r["id"], r["state"]) for r in got] == [("h_1", "running"), ("h_15", "exited"), ("h_14", "exited"),
                                                     ("h_13", "exited"), ("h_12", "exited"), ("h_11", "exited")]
 
 
 def test_a_gone_process_is_listed_after_one_that_exited_and_says_why_it_cannot_be_armed(tmp_path):
-    put(tmp_path, status(2), beat_at=NOW - 3600)
-    put(tmp_path, status(3, exited_at=NOW), beat_at=NOW)
-    put(tmp_path, status(1), beat_at=NOW - 5)
+    put(tmp_path, status(2), ago=3600)
+    put(tmp_path, status(3, exited_at=time.time()))
+    put(tmp_path, status(1), ago=5)
     got = listing(str(tmp_path))
     assert [(r["id"], r["state"]) for r in got] == [("h_1", "running"), ("h_3", "exited"), ("h_2", "gone")]
     assert got[2]["refused"].startswith("process 2 on h has not written its status for 36")
@@ -101,7 +102,7 @@ def test_a_gone_process_is_listed_after_one_that_exited_and_says_why_it_cannot_b
 
 
 def test_an_armed_process_that_stopped_is_not_shown_armed(tmp_path):
-    put(tmp_path, status(3, armed=True, exited_at=NOW))
+    put(tmp_path, status(3, armed=True, exited_at=time.time()))
     (got,) = listing(str(tmp_path))
     assert (got["state"], got["armed"]) == ("exited", False)
 
@@ -118,7 +119,7 @@ def job_status(pid: int, rank: int, arm: dict | None = None, **extra) -> dict:
 def test_a_jobs_ranks_are_one_row_with_the_newest_last_capture_and_the_fewest_captures(tmp_path):
     put(tmp_path, job_status(100, 0, captures=4, last_capture={"finished_at": 50.0, "run_dir": "tb/old"}))
     put(tmp_path, job_status(101, 1, captures=3, capturing=True, last_capture={"finished_at": 60.0,
-                                                                             "run_dir": "tb/new"}), beat_at=NOW - 1)
+                                                                             "run_dir": "tb/new"}), ago=1)
     (got,) = listing(str(tmp_path))
     assert got == {"id": "job:j", "pid": 99, "host": "h", "command": "infer.py --steps 4", "state": "running",
                    "armed": False, "capturing": True, "armed_at": None, "armed_by": None, "captures": 3,
@@ -158,7 +159,7 @@ def test_an_armed_job_reads_armed_with_its_arms_state(tmp_path):
 
 def test_a_job_with_a_rank_that_exited_shows_its_state_and_why_it_cannot_be_armed(tmp_path):
     put(tmp_path, job_status(100, 0))
-    put(tmp_path, job_status(101, 1, exited_at=NOW))
+    put(tmp_path, job_status(101, 1, exited_at=time.time()))
     (got,) = listing(str(tmp_path))
     assert (got["state"], got["arm"], got["armed"]) == ("partly running", "partly running", False)
     assert got["refused"].startswith("job j: rank 1: process 101 on h exited at ")
@@ -254,7 +255,7 @@ def test_arming_what_is_not_there_answers_409(tmp_path):
 
 
 def test_arming_a_process_that_exited_answers_409_with_why(tmp_path):
-    put(tmp_path, status(1, exited_at=NOW))
+    put(tmp_path, status(1, exited_at=time.time()))
     code, answer = post(str(tmp_path), JSON_HEADERS, b'{"id": "h_1"}', None)
     assert (code, answer["ok"]) == (409, False)
     assert answer["message"].startswith("process 1 on h exited at ") and answer["message"].endswith("nothing armed")

@@ -466,7 +466,7 @@ def test_idle_time_under_the_flag_reads_ok_in_the_idle_colour_without_advice():
     assert "<tr><td>host wait</td><td>" + bar("host wait", rect("0.0", "73.3", IDLE)) + "</td>" in html
 
 
-def test_flagged_idle_time_without_causes_has_no_advice_and_no_table():
+def test_flagged_idle_time_without_causes_or_a_dominant_one_has_no_advice():
     html = _idle(idle_stats())
     assert html.endswith("7 gaps ≥ 10 µs.</p>")
     html = _idle(idle_stats(causes=IdleCauses(0.0, 0.0, 0.0, 0.0, 0.0, "")))

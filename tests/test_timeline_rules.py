@@ -70,7 +70,7 @@ def test_the_viewer_is_the_one_in_the_plugins_static_folder(import_path):
     assert viewer_path() == viewer
 
 
-def test_no_plugin_a_plugin_without_the_viewer_or_a_namespace_folder_has_no_viewer(import_path):
+def test_no_plugin_or_a_plugin_without_the_viewer_has_no_viewer(import_path):
     assert viewer_path() is None
     plugin(import_path, viewer=False)
     assert viewer_path() is None

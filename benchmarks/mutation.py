@@ -621,6 +621,16 @@ EQUIVALENT: dict[str, str] = {
     **{f"lightx2v.trace_browser.overview.x_memory_curve__mutmut_{n}": _STRICT for n in (33, 36, 37)},
     "lightx2v.trace_browser.overview.x__idle__mutmut_6": _WHOLE_PERCENT,
     "lightx2v.trace_browser.overview.x__idle__mutmut_8": _WHOLE_PERCENT,
+    # trace_browser/capture_panel.py
+    "lightx2v.trace_browser.capture_panel.x_refusal__mutmut_7":
+        "only a client without a Host header (no browser: it always sends one) gets the own origin 'http://' or, "
+        "so mutated, 'http://XXXX'; such a client sets any Origin it likes either way",
+    "lightx2v.trace_browser.capture_panel.x_refusal__mutmut_15":
+        "urlsplit(None) gives empty bytes parts: the extra origin reads \"b''://b''\", which no browser sends",
+    "lightx2v.trace_browser.capture_panel.x_refusal__mutmut_23":
+        "a browser's Origin has its host in lower case and no path: it never ends in an upper-case X",
+    "lightx2v.trace_browser.capture_panel.x_refusal__mutmut_33":
+        "a missing Content-Type reads '' or 'XXXX': neither is application/json",
     # trace_browser/server.py (its ONLY_FUNCTIONS)
     **{f"lightx2v.trace_browser.server.xǁHandlerǁ{fn}__mutmut_{n}": _HEADER_CASE
        for fn, n in (("parse_request", 7), ("parse_request", 8), ("do_POST", 10), ("do_POST", 11), ("_answer", 22),

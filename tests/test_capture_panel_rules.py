@@ -134,9 +134,17 @@ def test_a_jobs_ranks_are_one_row_with_the_newest_last_capture_and_the_fewest_ca
                            "traces": []})]}
 
 
+def test_a_jobs_command_is_its_first_ranks_and_its_paths_are_relative_to_the_root(tmp_path):
+    put(tmp_path, job_status(100, 0, last_capture={"finished_at": 5.0, "run_dir": str(tmp_path / "tb" / "r")}))
+    put(tmp_path, {**job_status(101, 1), "argv": ["infer.py", "--rank", "1"]})
+    (got,) = listing(str(tmp_path))
+    assert (got["command"], got["last_capture"]["run_dir"]) == ("infer.py --steps 4", "tb/r")
+    assert [r["last_capture"] and r["last_capture"]["run_dir"] for r in got["ranks"]] == ["tb/r", None]
+
+
 def test_a_jobs_last_capture_without_a_time_counts_as_older_than_any(tmp_path):
     put(tmp_path, job_status(100, 0, last_capture={"finished_at": None, "run_dir": "tb/a"}))
-    put(tmp_path, job_status(101, 1, last_capture={"finished_at": 5.0, "run_dir": "tb/b"}))
+    put(tmp_path, job_status(101, 1, last_capture={"finished_at": 0.5, "run_dir": "tb/b"}))
     assert listing(str(tmp_path))[0]["last_capture"]["run_dir"] == "tb/b"
     put(tmp_path, job_status(101, 1))
     assert listing(str(tmp_path))[0]["last_capture"]["run_dir"] == "tb/a"
@@ -176,6 +184,12 @@ def test_a_jobs_ranks_on_several_hosts_name_them_all(tmp_path):
     put(tmp_path, {**job_status(101, 1), "host": "g"})
     (got,) = listing(str(tmp_path))
     assert got["host"] == "g, h"
+
+
+def test_a_relative_path_is_kept_as_written_whatever_the_working_folder(tmp_path, monkeypatch):
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    assert _relative(str(tmp_path), "tb/r2") == "tb/r2"
 
 
 def test_paths_are_relative_to_the_root_only_when_inside_it(tmp_path):
@@ -244,6 +258,12 @@ def test_a_refused_post_answers_403_with_the_reason(tmp_path):
 ])
 def test_a_body_without_an_id_string_answers_400(tmp_path, body, message):
     assert post(str(tmp_path), JSON_HEADERS, body, None) == (400, {"ok": False, "message": message})
+
+
+def test_a_post_from_the_public_urls_origin_is_taken(tmp_path):
+    headers = {**JSON_HEADERS, "Origin": "https://tb.example"}
+    assert post(str(tmp_path), headers, b'{"id": "h_2"}', "https://tb.example/") == (
+        409, {"ok": False, "message": "no process with id 'h_2' writes captures here"})
 
 
 def test_arming_what_is_not_there_answers_409(tmp_path):

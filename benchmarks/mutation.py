@@ -115,6 +115,15 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/frames.py": ["tests/test_frames_rules.py"],
     "lightx2v/trace_browser/files.py": ["tests/test_files_rules.py"],
     "lightx2v/trace_browser/roofline.py": ["tests/test_roofline_rules.py"],
+    "lightx2v/trace_browser/html_page.py": ["tests/test_html_page_rules.py"],
+    "lightx2v/trace_browser/page.py": ["tests/test_page_rules.py"],
+    "lightx2v/trace_browser/capture_panel.py": ["tests/test_capture_panel_rules.py"],
+    "lightx2v/trace_browser/timeline.py": ["tests/test_timeline_rules.py"],
+    "lightx2v/trace_browser/overview.py": ["tests/test_overview_rules.py"],
+    # the routes called in this process on a results folder made by the test (not the server tests: a child process)
+    "lightx2v/trace_browser/offline.py": ["tests/test_offline_rules.py"],
+    # the handler fed requests from memory, the discovery file, the root check (not the server tests: a child process)
+    "lightx2v/trace_browser/server.py": ["tests/test_server_rules.py"],
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),
@@ -138,6 +147,11 @@ ONLY_FUNCTIONS: dict[str, list[str]] = {
     "lightx2v/trace_summary/frames.py": [
         "x_frame_kind", "x_keeps", "x_location", "x_label", "x_module_class", "x_inclusive", "x__outermost",
         "x__ancestry", "x_per_frame", "x_frame_series", "x__top_ops", "x_frame_summary", "x_collapsed_stacks"],
+    # the server: its request handling (the handler fed requests from memory), the discovery file and the root
+    # check; not serve() (it blocks in serve_forever and sets the SIGTERM handler: left to the child-process tests)
+    "lightx2v/trace_browser/server.py": [
+        "xǁTraceBrowserServerǁ__init__", "xǁHandlerǁ*", "x_write_discovery", "x__remove_stale", "x_remove_discovery",
+        "x_root_problem"],
 }
 
 # mutant -> why it cannot change behaviour (an equivalent mutant: no test can kill it). mutmut names a mutant
@@ -245,6 +259,16 @@ _NOT_A_FRAME = "layout tells its items apart only by what == 'frame': any other 
 _NARROWER_AFTER = ("items are placed largest first: after a box too narrow to draw every later one is as narrow, so "
                    "no drawn box reads x again")
 _ROOT_SHARE = "_share is only given the root's value as total, > 0 (layout draws nothing otherwise): never the '–'"
+_LAST_PART = "the last part of a split on every '/' (or on the last two) is the last part of a split on the last one"
+_QUOTE_SAFE = "quote() never escapes letters: safe='XXXX' quotes what safe='' does"
+_NO_ROWS = "the longest figure's default is only taken with no rows, when no bar is drawn to scale by it"
+_INT_SIZE = "a rank's file size is always an int (os.stat): format_bytes' text for None never shows"
+_SIDES_READ = ("unreachable: summarize_run (without keep_going) raises TraceError for a rank it cannot read, so "
+               "each side has a rank and compare_runs never raises its ValueError here")
+_WINDOW_INDEX = "range_window without the trace's index reads the whole file for the same events (only slower)"
+_HEADER_CASE = "HTTP header names are case-insensitive (the handler's email.message headers): 'host' finds Host"
+_MADE_IF_MISSING = ("makedirs runs only once the root was found missing: exist_ok matters only if another process "
+                    "creates it in between")
 EQUIVALENT: dict[str, str] = {
     "lightx2v.hostcheck.x_host_name__mutmut_16": _LOWERED,
     "lightx2v.hostcheck.x_build__mutmut_5": "the hostname is lower-cased before the strip: " + _LOWERED,
@@ -640,6 +664,52 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_browser.flame.x__mix__mutmut_15": "a delta of 0 gives t = 0: grey, whichever colour it runs to",
     "lightx2v.trace_browser.flame.x_diff_flame_section__mutmut_13":
         "tb and tn are None whenever base or new is: the later tests only narrow the types",
+    # trace_browser/page.py
+    "lightx2v.trace_browser.page.x_render_index__mutmut_13": _QUOTE_SAFE,
+    "lightx2v.trace_browser.page.x_render_index__mutmut_18": _LAST_PART,
+    "lightx2v.trace_browser.page.x_render_index__mutmut_21": _LAST_PART,
+    # trace_browser/overview.py
+    **{f"lightx2v.trace_browser.overview.x_{fn}__mutmut_{n}": _NO_ROWS
+       for fn, n in (("_ranks_section", 5), ("_ranks_section", 8), ("_steps", 12), ("_steps", 15), ("_kernels", 8),
+                     ("_kernels", 11))},
+    **{f"lightx2v.trace_browser.overview.x__rank_section__mutmut_{n}": _INT_SIZE for n in (61, 63, 64)},
+    **{f"lightx2v.trace_browser.overview.x_memory_curve__mutmut_{n}": _STRICT for n in (33, 36, 37)},
+    "lightx2v.trace_browser.overview.x__idle__mutmut_6": _WHOLE_PERCENT,
+    "lightx2v.trace_browser.overview.x__idle__mutmut_8": _WHOLE_PERCENT,
+    # trace_browser/capture_panel.py
+    "lightx2v.trace_browser.capture_panel.x_refusal__mutmut_7":
+        "only a client without a Host header (no browser: it always sends one) gets the own origin 'http://' or, "
+        "so mutated, 'http://XXXX'; such a client sets any Origin it likes either way",
+    "lightx2v.trace_browser.capture_panel.x_refusal__mutmut_15":
+        "urlsplit(None) gives empty bytes parts: the extra origin reads \"b''://b''\", which no browser sends",
+    "lightx2v.trace_browser.capture_panel.x_refusal__mutmut_23":
+        "a browser's Origin has its host in lower case and no path: it never ends in an upper-case X",
+    "lightx2v.trace_browser.capture_panel.x_refusal__mutmut_33":
+        "a missing Content-Type reads '' or 'XXXX': neither is application/json",
+    # trace_browser/server.py (its ONLY_FUNCTIONS)
+    **{f"lightx2v.trace_browser.server.xǁHandlerǁ{fn}__mutmut_{n}": _HEADER_CASE
+       for fn, n in (("parse_request", 7), ("parse_request", 8), ("do_POST", 10), ("do_POST", 11), ("_answer", 22),
+                     ("_answer", 23))},
+    "lightx2v.trace_browser.server.xǁHandlerǁdo_HEAD__mutmut_1": _FALSE_NONE,
+    "lightx2v.trace_browser.server.xǁHandlerǁdo_POST__mutmut_12": "a missing Content-Length reads 'XX0XX', not "
+                                                                  "digits: no body is read, as for '0'",
+    "lightx2v.trace_browser.server.xǁHandlerǁ_send_page__mutmut_1": "_send_bytes reads `extra or {}`: '' is as "
+                                                                    "empty as None",
+    **{f"lightx2v.trace_browser.server.x_root_problem__mutmut_{n}": _MADE_IF_MISSING for n in (5, 7, 8)},
+    # trace_browser/offline.py
+    "lightx2v.trace_browser.offline.x_timeline_window__mutmut_32": "a step that is not all digits reads -1 or -2: "
+                                                                   "either is refused as no such step (k < 0)",
+    "lightx2v.trace_browser.offline.x_timeline_window__mutmut_80": _WINDOW_INDEX,
+    "lightx2v.trace_browser.offline.x_timeline_window__mutmut_85": _WINDOW_INDEX,
+    "lightx2v.trace_browser.offline.x__run_files__mutmut_32": "a single trace's run path (its folder) shows on no "
+                                                              "page: the Overview shows a run's path only for "
+                                                              "several ranks, Compare not at all",
+    **{f"lightx2v.trace_browser.offline.x_compare_page__mutmut_{n}": _SIDES_READ for n in range(69, 82)},
+    "lightx2v.trace_browser.offline.x_compare_page__mutmut_90": "overview_url('') is '/overview/' as "
+                                                                "run_overview_url('') is",
+    "lightx2v.trace_browser.offline.x_runs_section__mutmut_3": "only the number of a folder's traces is read",
+    "lightx2v.trace_browser.overview.x__steps__mutmut_4": "at exactly 64 steps the first 60 and the last 4 are all "
+                                                          "of them: the same rows either way",
 }
 
 # the project's addopts (--durations, -ra) only add noise to thousands of runs; pytest-randomly, if installed, off

@@ -42,6 +42,12 @@ def test_a_scaled_mm_reads_no_tensor_past_scale_result():
         OpCost(GEMM, 48, 38 + 16, "fp8", True)
 
 
+def test_a_scaled_mm_row_has_its_first_operands_dtype_and_by_default_its_element_size():
+    # a half first operand and an fp8 second: 6 x 2 + 12 + 4 + 4 + 8 + 4 read, 8 x 2 written (no out_dtype)
+    assert cost("aten::_scaled_mm", SCALED_DIMS, [HALF] + SCALED_TYPES[1:], []) == \
+        OpCost(GEMM, 48, 12 + 12 + 4 + 4 + 8 + 4 + 16, "fp16", True)
+
+
 @pytest.mark.parametrize("dims", [[[2, 3], [4, 4]], [[2, 3, 1], [3, 4]], [[2, 3], [3]], [[2, 3]], [[], [3, 4]]])
 def test_scaled_mm_shapes_that_do_not_multiply_have_no_figure(dims):
     assert cost("aten::_scaled_mm", dims, [FP8, FP8], []) is None
@@ -117,24 +123,26 @@ def test_attention_shapes_that_do_not_fit_have_no_figure(dims):
 
 # ---- convolution ----------------------------------------------------------------------------------------------
 
-# x [N=2, C=4, H=7, W=9], w [C_out=6, C/groups=2, 3, 3], bias [6], stride [2, 1], padding [1, 0], dilation [1, 2],
-# groups 2: out H = (7 + 2*1 - 1*(3-1) - 1) // 2 + 1 = 4, W = (9 + 2*0 - 2*(3-1) - 1) // 1 + 1 = 5
-# FLOPs: 2 * (4*5) * (3*3) * 2 * 6 * 2 = 8640; bytes (fp32): x 504 + w 108 + bias 6 read, out 2*6*4*5 = 240 written
-X2, W2 = [2, 4, 7, 9], [6, 2, 3, 3]
+# x [N=2, C=4, H=8, W=9], w [C_out=6, C/groups=2, 3, 3], bias [6], stride [2, 1], padding [1, 0], dilation [1, 2],
+# groups 2: out H = (8 + 2*1 - 1*(3-1) - 1) // 2 + 1 = 7 // 2 + 1 = 4 (the last row does not fit a stride),
+# W = (9 + 2*0 - 2*(3-1) - 1) // 1 + 1 = 5; FLOPs: 2 * (4*5) * (3*3) * 2 * 6 * 2 = 8640;
+# bytes (fp32): x 576 + w 108 + bias 6 read, out 2*6*4*5 = 240 written
+X2, W2 = [2, 4, 8, 9], [6, 2, 3, 3]
 
 
 def test_a_convolution_counts_every_output_position_from_stride_padding_and_dilation():
     # convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
     concrete = ["", "", "", "[2, 1]", "[1, 0]", "[1, 2]", "False", "[0, 0]", "2"]
-    assert cost("aten::convolution", [X2, W2, [6], [], [], [], [], [], []], [F32] * 3, concrete) == \
-        OpCost(CONV, 8640, (504 + 108 + 6 + 240) * 4, "fp32", True)
+    c = cost("aten::convolution", [X2, W2, [6], [], [], [], [], [], []], [F32] * 3, concrete)
+    assert c == OpCost(CONV, 8640, (576 + 108 + 6 + 240) * 4, "fp32", True)
+    assert type(c.flops) is int and type(c.bytes) is int  # whole numbers in the JSON
 
 
 def test_cudnn_convolution_has_no_bias_and_its_own_argument_order():
     # cudnn_convolution(self, weight, padding, stride, dilation, groups, ...)
     concrete = ["", "", "[1, 0]", "[2, 1]", "[1, 2]", "2"]
     assert cost("aten::cudnn_convolution", [X2, W2, [6]], [F32] * 3, concrete) == \
-        OpCost(CONV, 8640, (504 + 108 + 240) * 4, "fp32", True)
+        OpCost(CONV, 8640, (576 + 108 + 240) * 4, "fp32", True)
 
 
 def test_a_convolution_without_its_arguments_has_stride_one_no_padding_and_no_dilation():
@@ -147,13 +155,25 @@ def test_a_convolution_without_its_arguments_has_stride_one_no_padding_and_no_di
 
 
 def test_a_single_stride_padding_or_dilation_holds_for_every_spatial_dimension():
-    # stride "2", padding "1", dilation "1" on [1, 2, 5, 5] * [3, 2, 3, 3]: out (5 + 2 - 2 - 1) // 2 + 1 = 3 each
-    # FLOPs 2 * 9 * 9 * 1 * 3 * 2 = 972; a stride list of the wrong length is left for the default 1 (out 3 x 3)
+    # conv2d(input, weight, bias, stride, padding, dilation, groups) on x [1, 2, 5, 5], w [3, 2, 3, 3]
+    # FLOPs 2 * (out H * out W) * 9 * 1 * 3 * 2 = 108 per output position
     x, w = [1, 2, 5, 5], [3, 2, 3, 3]
-    assert cost("aten::conv2d", [x, w], [F32] * 2, ["", "", "", "2", "1", "1", "1"]).flops == 972
-    assert cost("aten::conv2d", [x, w], [F32] * 2, ["", "", "", "[2, 2, 2]", "[0]", "1", "1"]).flops == 972
-    # padding "[1, 0]": out H (5 + 2 - 2 - 1) + 1 = 5, W 3: 2 * 15 * 9 * 3 * 2
-    assert cost("aten::conv2d", [x, w], [F32] * 2, ["", "", "", "1", "[1, 0]", "1", "1"]).flops == 1620
+    # stride 2: out (5 - 2 - 1) // 2 + 1 = 2 each
+    assert cost("aten::conv2d", [x, w], [F32] * 2, ["", "", "", "2", "0", "1", "1"]).flops == 108 * 2 * 2
+    # padding 1: out 5 + 2 - 2 = 5 each
+    assert cost("aten::conv2d", [x, w], [F32] * 2, ["", "", "", "1", "1", "1", "1"]).flops == 108 * 5 * 5
+    # dilation 2: out 5 - 2*2 = 1 each
+    assert cost("aten::conv2d", [x, w], [F32] * 2, ["", "", "", "1", "0", "2", "1"]).flops == 108 * 1 * 1
+    # padding [1, 0]: out H 5, W 3
+    assert cost("aten::conv2d", [x, w], [F32] * 2, ["", "", "", "1", "[1, 0]", "1", "1"]).flops == 108 * 5 * 3
+
+
+def test_a_stride_padding_or_dilation_list_of_the_wrong_length_is_left_for_the_default():
+    # three strides, no padding list, three dilations for two spatial dimensions: stride 1, padding 0,
+    # dilation 1: out 3 x 3
+    x, w = [1, 2, 5, 5], [3, 2, 3, 3]
+    assert cost("aten::conv2d", [x, w], [F32] * 2, ["", "", "", "[2, 2, 2]", "[]", "[2, 2, 2]", "1"]).flops == \
+        108 * 3 * 3
 
 
 def test_a_one_dimensional_convolution():
@@ -193,8 +213,16 @@ def test_a_transposed_convolution_without_its_arguments_has_one_group_and_no_out
         OpCost(CONV, 1440, (60 + 48 + 72) * 4, "fp32", True)
 
 
-@pytest.mark.parametrize("dims", [[[2, 4, 7, 9], [6, 2, 3]], [[2, 4], [6, 4]], [[2, 4, 7, 9]], [[], W2],
-                                  [X2, []]])
+def test_a_transposed_convolution_s_output_grows_by_the_dilated_kernel():
+    # convolution, transposed, 1-D: x [1, 2, 4], w [2, 3, 3], stride 1, padding 0, dilation 2:
+    # out (4-1)*1 - 0 + 2*(3-1) + 0 + 1 = 8, C_out 3; FLOPs 2 * 4 * 3 * 1 * 2 * 3 = 144; bytes 8 + 18 + 24 (fp32)
+    concrete = ["", "", "", "[1]", "[0]", "[2]", "True", "[0]", "1"]
+    assert cost("aten::convolution", [[1, 2, 4], [2, 3, 3], []], [F32, F32, "Scalar"], concrete) == \
+        OpCost(CONV, 144, (8 + 18 + 24) * 4, "fp32", True)
+
+
+@pytest.mark.parametrize("dims", [[[2, 4, 8, 9], [6, 2, 3]], [[2, 4, 9], [6, 4, 3, 3]], [[2, 4], [6, 4]],
+                                  [[2, 4, 8, 9]], [[], W2], [X2, []]])
 def test_convolution_shapes_that_do_not_fit_have_no_figure(dims):
     assert cost("aten::conv2d", dims, [F32] * 2) is None
 
@@ -205,13 +233,19 @@ def test_layer_norm_reads_input_weight_bias_writes_the_output_and_a_float_mean_a
     # x [4, 6] bf16 over [6]: 24 elements, 5 FLOPs each; rows 4: mean and rstd 2 * 4 * 4 bytes
     # bytes 48 (read) + 48 (written) + 12 (weight) + 12 (bias) + 32
     dims, types = [[4, 6], [], [6], [6], []], [BF16, "ScalarList", BF16, BF16, "Double"]
-    assert cost("aten::native_layer_norm", dims, types, ["", "[6]", "", "", "1e-05"]) == \
-        OpCost(NORM, 120, 48 + 48 + 12 + 12 + 32, "bf16", False)
+    c = cost("aten::native_layer_norm", dims, types, ["", "[6]", "", "", "1e-05"])
+    assert c == OpCost(NORM, 120, 48 + 48 + 12 + 12 + 32, "bf16", False) and type(c.bytes) is int
     assert cost("aten::layer_norm", dims, types, ["", "[6]", "", "", "1e-05"]) == \
         OpCost(NORM, 120, 152, "bf16", False)
     # over [2, 3] of x [4, 2, 3]: the same 4 rows
     assert cost("aten::native_layer_norm", [[4, 2, 3], [], [2, 3], [2, 3]], types, ["", "[2, 3]"]) == \
         OpCost(NORM, 120, 152, "bf16", False)
+
+
+def test_a_layer_norm_without_a_bias_reads_its_weight_only():
+    # x [4, 6] bf16 over [6], weight [6], no bias: 48 + 48 + 12 + mean and rstd 2 * 4 * 4
+    assert cost("aten::native_layer_norm", [[4, 6], [], [6], []], [BF16, "ScalarList", BF16, ""], ["", "[6]"]) == \
+        OpCost(NORM, 120, 48 + 48 + 12 + 32, "bf16", False)
 
 
 def test_a_double_layer_norm_keeps_its_mean_and_rstd_in_double():
@@ -230,8 +264,8 @@ def test_a_layer_norm_without_a_normalized_shape_counts_every_element_as_a_row(c
 def test_rms_norm_reads_input_and_weight_and_writes_the_output_and_a_float_rstd_per_row():
     # _fused_rms_norm(input, normalized_shape, weight, eps): x [4, 6] bf16, 4 FLOPs an element; rows 4
     dims, types = [[4, 6], [], [6], []], [BF16, "ScalarList", BF16, "Double"]
-    assert cost("aten::_fused_rms_norm", dims, types, ["", "[6]", "", "1e-06"]) == \
-        OpCost(NORM, 96, 48 + 48 + 12 + 4 * 4, "bf16", False)
+    c = cost("aten::_fused_rms_norm", dims, types, ["", "[6]", "", "1e-06"])
+    assert c == OpCost(NORM, 96, 48 + 48 + 12 + 4 * 4, "bf16", False) and type(c.bytes) is int
     assert cost("aten::_fused_rms_norm", dims, types) == OpCost(NORM, 96, 48 + 48 + 12 + 24 * 4, "bf16", False)
     assert cost("aten::_fused_rms_norm", dims, types, ["", "[0]"]) == \
         OpCost(NORM, 96, 48 + 48 + 12 + 24 * 4, "bf16", False)
@@ -248,6 +282,17 @@ def test_group_norm_writes_a_mean_and_rstd_per_sample_and_group():
     # double: 480 + 480 + 48 + 48 + 2 * 2 * 3 * 8
     assert cost("aten::native_group_norm", dims, [F64] * 3 + types[3:], concrete) == \
         OpCost(NORM, 300, 480 + 480 + 48 + 48 + 96, "fp64", False)
+
+
+def test_a_group_norm_without_weight_or_bias_is_read_by_its_inputs_dtype():
+    # x [2, 6, 5] double, no weight, a bf16 weight without a bias: mean and rstd in double for a double input
+    types = ["", "", "", "Int", "Int", "Int", "Int", "Double"]
+    concrete = ["", "", "", "2", "6", "5", "3", "1e-05"]
+    dims = [[2, 6, 5], [], [], [], [], [], [], []]
+    assert cost("aten::native_group_norm", dims, [F64] + types[1:], concrete) == \
+        OpCost(NORM, 300, 480 + 480 + 2 * 2 * 3 * 8, "fp64", False)
+    assert cost("aten::native_group_norm", [[2, 6, 5], [6], *dims[2:]], [BF16, BF16] + types[2:], concrete) == \
+        OpCost(NORM, 300, 120 + 120 + 12 + 2 * 2 * 3 * 4, "bf16", False)
 
 
 def test_softmax_reads_and_writes_its_input_five_flops_an_element():

@@ -19,6 +19,7 @@ model, gets ``None``: it is counted as time without a model, never guessed.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -285,23 +286,21 @@ def _broadcast(shapes: list[list[int]]) -> list[int] | None:
     return out
 
 
-def _elementwise(op_class: str, in_place: bool) -> Any:
+def _elementwise(op_class: str, in_place: bool, a: _Args) -> OpCost | None:
     """Unary and binary elementwise ops: inputs read once, the broadcast output written once (in place: into the
-    first input); 1 FLOP per output element. The output has the widest input's element size."""
-
-    def model(a: _Args) -> OpCost | None:
-        tensors = a.tensors()
-        if not tensors:
-            return None
-        shapes = [a.shape(i) for i in tensors]
-        out = _broadcast([s for s in shapes if s is not None])
-        if out is None:
-            return None
-        n = math.prod(out)
-        size = a.itemsize(0) if in_place and 0 in tensors else max(a.itemsize(i) for i in tensors)
-        return OpCost(op_class, n, sum(a.nbytes(i) for i in tensors) + n * size, a.dtype(tensors[0]), False)
-
-    return model
+    first input); 1 FLOP per output element. The output has the widest input's element size. MODELS binds the
+    class and in_place with functools.partial: a closure built at import would be out of mutation testing's
+    reach (benchmarks/mutation.py)."""
+    tensors = a.tensors()
+    if not tensors:
+        return None
+    shapes = [a.shape(i) for i in tensors]
+    out = _broadcast([s for s in shapes if s is not None])
+    if out is None:
+        return None
+    n = math.prod(out)
+    size = a.itemsize(0) if in_place and 0 in tensors else max(a.itemsize(i) for i in tensors)
+    return OpCost(op_class, n, sum(a.nbytes(i) for i in tensors) + n * size, a.dtype(tensors[0]), False)
 
 
 def _copy_(a: _Args) -> OpCost | None:  # copy_(self, src): src read, self written (a cast when types differ)
@@ -346,11 +345,11 @@ for _name in _ATTENTION:
 for _name in _CONV:
     MODELS[_name] = (lambda n: lambda a: _conv(n, a))(_name)
 for _op in _ACTIVATIONS:
-    MODELS[f"aten::{_op}"] = _elementwise(ACTIVATION, False)
-    MODELS[f"aten::{_op}_"] = _elementwise(ACTIVATION, True)
+    MODELS[f"aten::{_op}"] = functools.partial(_elementwise, ACTIVATION, False)
+    MODELS[f"aten::{_op}_"] = functools.partial(_elementwise, ACTIVATION, True)
 for _op in _BINARY + _UNARY:
-    MODELS[f"aten::{_op}"] = _elementwise(ELEMENTWISE, False)
-    MODELS[f"aten::{_op}_"] = _elementwise(ELEMENTWISE, True)
+    MODELS[f"aten::{_op}"] = functools.partial(_elementwise, ELEMENTWISE, False)
+    MODELS[f"aten::{_op}_"] = functools.partial(_elementwise, ELEMENTWISE, True)
 
 MODELED = frozenset(MODELS)  # the op names whose shapes the pass keeps
 

@@ -64,15 +64,17 @@ def collected(tmp_path: Path, events: list[dict], keep_all: bool = False) -> tup
     return c, mem
 
 
-def tree_of(tmp_path: Path, events: list[dict], folded: bool = True, keep_all: bool | None = None,
+def tree_of(tmp_path: Path, events: list[dict], folded: bool | None = True, keep_all: bool | None = None,
             with_memory: bool = True, index: bool = False) -> FrameTree | None:
-    """frame_tree on one pass over ``events`` (the pass keeps every frame when ``keep_all``, by default when
-    the tree is unfolded); ``index``: hand it a frame index built before."""
-    c, mem = collected(tmp_path, events, keep_all=not folded if keep_all is None else keep_all)
+    """frame_tree on one pass over ``events`` (``folded`` None: frame_tree's default; the pass keeps every frame
+    when ``keep_all``, by default when the tree is unfolded); ``index``: hand it a frame index built before."""
+    c, mem = collected(tmp_path, events, keep_all=folded is False if keep_all is None else keep_all)
     work = gpu_work(c)
     ops = op_tree(c)
     chain = launch_chain(c)
     steps = step_stats(c, work.busy if work.totals is not None else None, work.is_kernel, chain, ops)
+    if folded is None:
+        return frame_tree(c, chain, steps, ops, mem if with_memory else None)
     return frame_tree(c, chain, steps, ops, mem if with_memory else None, folded,
                       FrameIndex(c) if index else None)
 
@@ -132,6 +134,10 @@ def test_the_tree_folds_the_library_frames_even_when_the_pass_kept_them(tmp_path
     assert figures(tree_of(tmp_path, model_steps(), folded=True, keep_all=True)) == FOLDED_MODEL
 
 
+def test_the_tree_folds_the_library_frames_by_default(tmp_path):
+    assert figures(tree_of(tmp_path, model_steps(), folded=None, keep_all=True)) == FOLDED_MODEL
+
+
 def test_unfolded_the_library_frames_are_nodes_that_hold_the_work_of_their_own(tmp_path):
     events = [*model_steps(), frame("<built-in method mm>", 155, 395)]
     assert figures(tree_of(tmp_path, events, folded=False)) == {
@@ -176,6 +182,14 @@ def test_frames_of_one_name_under_one_parent_are_one_node_on_every_thread(tmp_pa
         {2: [20.0], 3: [30.0]})
 
 
+def test_frames_written_out_of_time_order_nest_by_their_times(tmp_path):
+    events = [*step_events("ProfilerStep#1", 0, 1000), frame("model.py(2): second", 500, 600),
+              frame("model.py(1): first", 0, 100), cpu_op("aten::a", 520, 530), cpu_op("aten::b", 10, 30)]
+    t = figures(tree_of(tmp_path, events))
+    assert (t["names"], t["parent"], t["cpu"]) == (["", "model.py(1): first", "model.py(2): second"], [-1, 0, 0],
+                                                   [0.0, 20.0, 10.0])
+
+
 # --- Python called back from inside an op -------------------------------------------------------------------------
 
 CALLBACK, HOOK, AFTER = "model.py(30): callback", "model.py(40): hook", "model.py(50): after"
@@ -215,6 +229,34 @@ def test_a_frame_starting_with_an_op_or_at_its_end_is_inside_it(tmp_path):
     assert (t["cpu"], t["gpu"]) == ([0.0, 240.0, 60.0, 0.0], [0.0, 0.0, 0.0, 10.0])
     assert t["ops"] == {(3, "aten::tail"): [10.0, 10.0, 0.0, 0.0], (1, "aten::outer"): [0.0, 0.0, 140.0, 0.0],
                         (2, "aten::outer"): [0.0, 0.0, 60.0, 0.0], (1, "aten::tail"): [0.0, 0.0, 100.0, 0.0]}
+
+
+ENDS_EARLY, LATER = "model.py(90): ends_early", "model.py(91): later"
+
+
+def test_a_frame_ending_inside_an_op_takes_none_of_the_ops_work(tmp_path):
+    """ends_early (50-200) ends inside aten::straddle (100-300), which no frame starts in: aten::early
+    (110-150), though inside ends_early, and its two launches (15 us of kernels) are main's, as straddle is; so
+    is a launch outside every op (590-610) that later (500-600) ends during."""
+    events = [*step_events("ProfilerStep#1", 0, 1000), frame(MAIN, 0, 1000), frame(ENDS_EARLY, 50, 200),
+              frame(LATER, 500, 600), op("aten::straddle", 100, 300, 1), op("aten::early", 110, 150, 2),
+              runtime("cudaLaunchKernel", 120, 121, 11), runtime("cudaLaunchKernel", 125, 126, 12),
+              runtime("cudaLaunchKernel", 590, 610, 13), gpu("kernel", "k1", 400, 410, 11),
+              gpu("kernel", "k2", 410, 415, 12), gpu("kernel", "k3", 700, 720, 13)]
+    assert figures(tree_of(tmp_path, events)) == {
+        "names": ["", MAIN, ENDS_EARLY, LATER], "kinds": ["user"] * 4, "parent": [-1, 0, 1, 1],
+        "calls": [0, 1, 1, 1], "gpu": [0.0, 35.0, 0.0, 0.0], "kernel": [0.0, 35.0, 0.0, 0.0],
+        "cpu": [0.0, 200.0, 0.0, 0.0], "alloc": [0.0] * 4,
+        "ops": {(1, "aten::straddle"): [15.0, 15.0, 200.0, 0.0], (1, ""): [20.0, 20.0, 0.0, 0.0]},
+        "step_gpu": {1: [35.0]}, "step_cpu": {1: [200.0]}, "steps": 1, "device": ""}
+
+
+def test_an_op_without_a_name_shares_its_frames_row_with_the_work_outside_every_op(tmp_path):
+    events = [*step_events("ProfilerStep#1", 0, 1000), frame(MAIN, 0, 1000), op("", 100, 150, 1),
+              runtime("cudaLaunchKernel", 110, 111, 11), runtime("cudaLaunchKernel", 200, 201, 12),
+              gpu("kernel", "k_in_op", 300, 310, 11), gpu("gpu_memcpy", "Memcpy DtoH", 310, 330, 12)]
+    t = figures(tree_of(tmp_path, events))
+    assert (t["gpu"], t["kernel"], t["ops"]) == ([0.0, 30.0], [0.0, 10.0], {(1, ""): [30.0, 10.0, 50.0, 0.0]})
 
 
 # --- GPU work: by its launch --------------------------------------------------------------------------------------
@@ -297,6 +339,15 @@ def test_without_cuda_allocations_the_lowest_device_types_are_charged(tmp_path):
               alloc(200, 7, device_type=12), alloc(300, 50, device_type=0, device_id=1)]
     t = figures(tree_of(tmp_path, events))
     assert (t["alloc"], t["ops"], t["device"]) == ([0.0, 150.0], {(1, ""): [0.0, 0.0, 0.0, 150.0]}, "cpu")
+
+
+def test_a_trace_whose_times_start_at_zero_places_allocations_by_their_own_time(tmp_path):
+    events = [*step_events("ProfilerStep#1", 0, 1000), frame(MAIN, 0, 1000), frame(ALLOC_HERE, 100, 200),
+              alloc(150, 32), alloc(200.5, 64)]
+    for e in events:
+        e["ts"] -= T0
+    t = figures(tree_of(tmp_path, events))
+    assert (t["names"], t["alloc"]) == (["", MAIN, ALLOC_HERE], [0.0, 64.0, 32.0])
 
 
 # --- the user's line around a host call ---------------------------------------------------------------------------

@@ -111,8 +111,8 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/analyze.py": ["tests/test_analyze_rules.py"],
     "lightx2v/trace_summary/model.py": ["tests/test_model_rules.py"],
     "lightx2v/trace_summary/frames_diff.py": ["tests/test_frames_diff_rules.py"],
-    # frames.py: the rules on a frame tree (ONLY_FUNCTIONS); building it from a trace is left to the captures
-    "lightx2v/trace_summary/frames.py": ["tests/test_frames_rules.py"],
+    # frames.py: the rules on a frame tree, and the tree built from small hand-written traces (not the captures)
+    "lightx2v/trace_summary/frames.py": ["tests/test_frames_rules.py", "tests/test_frame_tree_rules.py"],
     "lightx2v/trace_browser/files.py": ["tests/test_files_rules.py"],
     "lightx2v/trace_browser/roofline.py": ["tests/test_roofline_rules.py"],
     "lightx2v/trace_browser/html_page.py": ["tests/test_html_page_rules.py"],
@@ -134,12 +134,6 @@ ONLY_FUNCTIONS: dict[str, list[str]] = {
     "lightx2v/utils/torch_trace_profiler.py": [
         "x__env_flag", "x__find_bad_field", "x__job_plan", "x__read_plan", "x__text", "x__with_rank_suffix", "x__slug",
         "x__size", "xǁ_JobArmǁmove", "xǁ_JobArmǁdescribe", "xǁ_Sessionǁ*"],
-    # frames.py (520 lines): the rules on a frame tree (kinds, names, inclusive and self figures, the
-    # summary, the collapsed stacks); building the tree from a trace's frame events (frame_tree, FrameIndex,
-    # _Builder, _Around, _allocations, code_line) is left to tests/test_trace_summary_frames.py's captures
-    "lightx2v/trace_summary/frames.py": [
-        "x_frame_kind", "x_keeps", "x_location", "x_label", "x_module_class", "x_inclusive", "x__outermost",
-        "x__ancestry", "x_per_frame", "x_frame_series", "x__top_ops", "x_frame_summary", "x_collapsed_stacks"],
     # the server: its request handling (the handler fed requests from memory), the discovery file and the root
     # check; not serve() (it blocks in serve_forever and sets the SIGTERM handler: left to the child-process tests)
     "lightx2v/trace_browser/server.py": [
@@ -205,6 +199,8 @@ _STRIPPED = ("_drop_params strips the text it returns (trailing spaces of the na
 _LEADING = ("a space at 0 stays on the base name, which _own_name strips: the same short name (short_name strips "
             "the name; only removing '(anonymous namespace)::' can leave a space there)")
 _MIRRORED = "counting the brackets with the signs swapped reaches 0 at the same place"
+_NO_SUCH_THREAD = ("an allocation on a thread without ops or frames: their nesting holds no thread None or NONE, "
+                   "so looking either up finds no interval (NONE), as the shortcut gives")
 _UNUSED_REST = "short_name throws away _split_angle's third part (the text after the template arguments)"
 _ADD_ZERO = "adding a self time of 0 to a step's sum leaves it as it is"
 _MS_NUMBER = "every caller gives _ms a time divided by the steps, never None: its '-' branch never runs"
@@ -566,7 +562,7 @@ EQUIVALENT: dict[str, str] = {
                                                                     "children listed under it are never read",
     "lightx2v.trace_summary.render_frames.x_tree_lines__mutmut_128": _OPS_OF_A_LEAF,
     "lightx2v.trace_summary.render_frames.x_tree_lines__mutmut_130": _OPS_OF_A_LEAF,
-    # trace_summary/frames_diff.py, frames.py (its ONLY_FUNCTIONS), trace_browser/roofline.py
+    # trace_summary/frames_diff.py, frames.py, trace_browser/roofline.py
     "lightx2v.trace_summary.frames_diff.x__kinds__mutmut_4": _STRICT,
     "lightx2v.trace_summary.frames_diff.x__kinds__mutmut_7": _STRICT,
     "lightx2v.trace_summary.frames_diff.x__kinds__mutmut_10": _STRICT,
@@ -601,6 +597,17 @@ EQUIVALENT: dict[str, str] = {
         "the (node, op) keys are unique: sorting the items sorts by them",
     "lightx2v.trace_summary.frames.x_collapsed_stacks__mutmut_20":
         "the (node, op) keys are unique: sorting the items sorts by them",
+    "lightx2v.trace_summary.frames.x_frame_tree__mutmut_21": _UNSIGNED,
+    "lightx2v.trace_summary.frames.x_frame_tree__mutmut_22":
+        "the walk sets each frame's node before a child reads it (parents come first): the start value is never read",
+    "lightx2v.trace_summary.frames.xǁ_Aroundǁ_root__mutmut_2": _CACHE,
+    "lightx2v.trace_summary.frames.xǁ_Aroundǁ_root__mutmut_3": _CACHE,
+    "lightx2v.trace_summary.frames.xǁ_Aroundǁ_root__mutmut_19":
+        "pos is only read on a thread with frames: without them (starts None) the op is never taken as mixed",
+    **{f"lightx2v.trace_summary.frames.x__allocations__mutmut_{n}": _NO_SUCH_THREAD for n in (13, 15, 42, 52)},
+    "lightx2v.trace_summary.frames.xǁ_Builderǁcpu__mutmut_4":
+        "cpu() runs once per (node, top-level op name), the keys of frame_tree's CPU sums: its row's CPU column is "
+        "still 0 then, so = and += agree",
     "lightx2v.trace_browser.roofline.x__ms__mutmut_1": "every caller gives _ms a class's or op's time, never None",
     "lightx2v.trace_browser.roofline.x_roofline_chart__mutmut_38": _PLOTTED,
     "lightx2v.trace_browser.roofline.x_roofline_chart__mutmut_45": _PLOTTED,

@@ -110,6 +110,7 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/frames.py": ["tests/test_frames_rules.py"],
     "lightx2v/trace_browser/files.py": ["tests/test_files_rules.py"],
     "lightx2v/trace_browser/roofline.py": ["tests/test_roofline_rules.py"],
+    "lightx2v/trace_summary/summarize.py": ["tests/test_summarize_rules.py"],
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),
@@ -214,6 +215,8 @@ _NO_GPU = ("has_gpu is False only for a trace without GPU events, whose frames h
 _PLOTTED = "roofline_section plots only ops with an intensity and a rate: the 'or' fallback never applies"
 _ROOTS_DIFFER = ("the runs' roots differ, so the tuples sort by (mtime, root) either way and never compare the "
                  "RunFiles")
+_UNRANKED = ("the files without a rank all get one middle key (None, 0 or 1) after the ranked ones (the first "
+             "key): they sort by worker among themselves either way, None == None never comparing with <")
 EQUIVALENT: dict[str, str] = {
     "lightx2v.hostcheck.x_host_name__mutmut_16": _LOWERED,
     "lightx2v.hostcheck.x_build__mutmut_5": "the hostname is lower-cased before the strip: " + _LOWERED,
@@ -554,6 +557,9 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_browser.roofline.x_roofline_chart__mutmut_204": _PLOTTED,
     "lightx2v.trace_browser.roofline.x_roofline_chart__mutmut_40":
         "without a peak there are no roofs to divide; with one, each roof divides by its bandwidth further on anyway",
+    # trace_summary/summarize.py
+    "lightx2v.trace_summary.summarize.x_summarize_run__mutmut_27": _UNRANKED,
+    "lightx2v.trace_summary.summarize.x_summarize_run__mutmut_29": _UNRANKED,
 }
 
 # the project's addopts (--durations, -ra) only add noise to thousands of runs; pytest-randomly, if installed, off

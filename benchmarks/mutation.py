@@ -111,6 +111,7 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_browser/files.py": ["tests/test_files_rules.py"],
     "lightx2v/trace_browser/roofline.py": ["tests/test_roofline_rules.py"],
     "lightx2v/trace_summary/summarize.py": ["tests/test_summarize_rules.py"],
+    "lightx2v/trace_summary/hook.py": ["tests/test_hook_rules.py"],
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),

@@ -17,10 +17,12 @@ LIBRARY_FRAME = "torch/nn/modules/module.py(1): _call_impl"
 
 def small_trace(path: Path, *, ops: int = 12, steps: int = 1, rank: int | None = None, frames: bool = True,
                 gpu: bool = True, step_us: float = STEP_US, op_prefix: str = "aten::",
-                kernel_prefix: str = "kern", memory: tuple[tuple[float, int], ...] = ()) -> str:
+                kernel_prefix: str = "kern", matmuls: int = 0, memory: tuple[tuple[float, int], ...] = ()) -> str:
     """Writes the trace to ``path``: ``steps`` steps of ``step_us`` from T0; op i (``<op_prefix>opNN``) starts at
     T0 + 10 + 100 i, lasts 20 + i us and launches kernel ``<kernel_prefix>NN`` of 10 + i us (none without ``gpu``);
-    ``memory``: (time after T0, bytes) of each cuda:0 allocation (> 0) or free (< 0), in time order."""
+    ``matmuls``: that many ``aten::mm`` of two float 512x512 matrices (268,435,456 FLOPs) after them, each with
+    its shapes recorded and a 100 us kernel ``gemm``; ``memory``: (time after T0, bytes) of each cuda:0
+    allocation (> 0) or free (< 0), in time order."""
     k = Kineto(rank=rank)
     for n in range(1, steps + 1):
         k.step(n, T0 + (n - 1) * step_us, step_us)
@@ -31,6 +33,10 @@ def small_trace(path: Path, *, ops: int = 12, steps: int = 1, rank: int | None =
     for i in range(ops):
         launched = [("kernel", f"{kernel_prefix}{i:02}", 10.0 + i)] if gpu else []
         k.op(f"{op_prefix}op{i:02}", T0 + 10 + i * 100, launched, dur=20.0 + i)
+    for i in range(matmuls):
+        k.op("aten::mm", T0 + 10 + (ops + i) * 100, [("kernel", "gemm", 100.0)], dur=20.0)
+        cpu_op = next(e for e in reversed(k.events) if e["cat"] == "cpu_op")
+        cpu_op["args"].update({"Input Dims": [[512, 512], [512, 512]], "Input type": ["float", "float"]})
     total = 0
     for n, (at, nbytes) in enumerate(memory):
         total += nbytes

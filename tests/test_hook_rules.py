@@ -7,17 +7,24 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from lightx2v.trace_summary.__main__ import main
 from lightx2v.trace_summary.hook import log_lines, write_capture_summary
 from lightx2v.trace_summary.model import MemorySummary, RankSummary, SnapshotSite, SnapshotSummary
 from lightx2v.trace_summary.summarize import summarize_paths
 
-from helpers.small_trace import small_trace
+from helpers.small_trace import small_trace, tqdm_without_threads
 
 MB = 1 << 20
 NO_SHAPES = "efficiency: no op shapes: record_shapes=True (inference: --record_shapes) for MFU, headroom"
 TOP_KERNELS = "top GPU kernels (share of GPU time, total, calls):"
 TOP_CPU_OPS = "top CPU ops by self time (share, self, calls):"
+
+
+@pytest.fixture(autouse=True)
+def no_tqdm_threads(monkeypatch):
+    tqdm_without_threads(monkeypatch)
 
 
 def summary_of(tmp_path, **trace) -> RankSummary:

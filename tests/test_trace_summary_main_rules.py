@@ -18,10 +18,15 @@ from lightx2v.trace_summary import __main__ as cli
 from lightx2v.trace_summary.__main__ import main, skipped_note
 from lightx2v.trace_summary.model import SkippedFile
 
-from helpers.small_trace import LIBRARY_FRAME, USER_FRAME, small_trace
+from helpers.small_trace import LIBRARY_FRAME, USER_FRAME, small_trace, tqdm_without_threads
 
 TRUNCATED = "truncated trace: the JSON ends early (the file was cut off while being written?)"
 NOT_JSON = "not a .json or .json.gz file"
+
+
+@pytest.fixture(autouse=True)
+def no_tqdm_threads(monkeypatch):
+    tqdm_without_threads(monkeypatch)
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -45,3 +45,15 @@ def small_trace(path: Path, *, ops: int = 12, steps: int = 1, rank: int | None =
                                                           "Total Reserved": 1 << 30, "Device Type": 1,
                                                           "Device Id": 0}})
     return k.write(path)
+
+
+def tqdm_without_threads(monkeypatch) -> None:
+    """tqdm with no monitor thread and no lock shared across processes, for the tests of code that shows a progress
+    bar: mutmut forks a process per mutant, and a fork taken while tqdm's monitor thread holds its lock, or a
+    process killed holding the multiprocessing lock, leaves every later run waiting on that lock (a timeout)."""
+    import threading
+
+    import tqdm.std
+
+    monkeypatch.setattr(tqdm.std.tqdm, "monitor_interval", 0)
+    monkeypatch.setattr(tqdm.std.tqdm, "_lock", threading.RLock(), raising=False)

@@ -112,6 +112,8 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_browser/roofline.py": ["tests/test_roofline_rules.py"],
     "lightx2v/trace_summary/summarize.py": ["tests/test_summarize_rules.py"],
     "lightx2v/trace_summary/hook.py": ["tests/test_hook_rules.py"],
+    "lightx2v/trace_summary/__main__.py": ["tests/test_trace_summary_main_rules.py"],
+    "lightx2v/capture/__main__.py": ["tests/test_capture_main_rules.py"],
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),
@@ -218,6 +220,14 @@ _ROOTS_DIFFER = ("the runs' roots differ, so the tuples sort by (mtime, root) ei
                  "RunFiles")
 _UNRANKED = ("the files without a rank all get one middle key (None, 0 or 1) after the ranked ones (the first "
              "key): they sort by worker among themselves either way, None == None never comparing with <")
+_TQDM_FILE = "tqdm writes to sys.stderr when given no file (file=None): the same stream"
+_ARGPARSE_NONE = "argparse's default for an option not given is None"
+_DIFF_TOP = ("the diff reads each side's tables, efficiency classes and frame tree, none cut to --top (render_diff "
+             "cuts its rows itself): sides summarized with every row give the same diff")
+_TABLES = "analyze_trace always sets a summary's tables: the test is never false"
+_PASSED = "main passes every argument of _diff: its defaults are never used"
+_PATH_SETTINGS = ("the capture command reads only path settings ($LIGHTX2V_TORCH_PROFILE_DIR, $LIGHTX2V_RESULTS_DIR), "
+                  "which take any value: checking them (or, for another program name, none) never exits")
 EQUIVALENT: dict[str, str] = {
     "lightx2v.hostcheck.x_host_name__mutmut_16": _LOWERED,
     "lightx2v.hostcheck.x_build__mutmut_5": "the hostname is lower-cased before the strip: " + _LOWERED,
@@ -561,6 +571,18 @@ EQUIVALENT: dict[str, str] = {
     # trace_summary/summarize.py
     "lightx2v.trace_summary.summarize.x_summarize_run__mutmut_27": _UNRANKED,
     "lightx2v.trace_summary.summarize.x_summarize_run__mutmut_29": _UNRANKED,
+    # trace_summary/__main__.py
+    "lightx2v.trace_summary.__main__.x_build_parser__mutmut_82": _ARGPARSE_NONE,
+    "lightx2v.trace_summary.__main__.x_main__mutmut_40": _TQDM_FILE,
+    "lightx2v.trace_summary.__main__.x_main__mutmut_47": _TQDM_FILE,
+    "lightx2v.trace_summary.__main__.x__diff__mutmut_34": _TQDM_FILE,
+    "lightx2v.trace_summary.__main__.x__diff__mutmut_41": _TQDM_FILE,
+    "lightx2v.trace_summary.__main__.x__diff__mutmut_54": _DIFF_TOP,
+    "lightx2v.trace_summary.__main__.x_write_collapsed__mutmut_5": _TABLES,
+    "lightx2v.trace_summary.__main__.x__diff__mutmut_1": _PASSED,
+    # capture/__main__.py
+    "lightx2v.capture.__main__.x_main__mutmut_1": _PATH_SETTINGS,
+    "lightx2v.capture.__main__.x_main__mutmut_36": "argparse's default for an optional positional not given is None",
 }
 
 # the project's addopts (--durations, -ra) only add noise to thousands of runs; pytest-randomly, if installed, off

@@ -157,8 +157,8 @@ _EARLIER_START = ("clip starting at an earlier interval: those end before the wi
 _PLANNED = "an arm past WAITING has had its plan (plan_job sets decided), so the wait returns at once"
 _CHANGES = "the watcher only compares the job-arm change count with its last value: -1 or +2 is a change as +1 is"
 _INT_ZERO = "sum() of no items starts at 0 instead of 0.0: the same number (==, and in the JSON)"
-_NO_ID_KEY = "call_of holds no NO_ID key: looking NO_ID up finds NONE, as the shortcut gives"
-_AN_OP = "op[g] is an op there (not NONE): a default of None or NONE equals it neither way"
+_IN_ORDER = ("the ops' External ids were just found ascending: checking again, or sorting them (a stable sort: "
+             "positions 0, 1, 2, ...), gives the same index")
 _CACHE = "a cache of keys built once: missing it builds the same key again"
 _TAG_CASE = "HTML tag and attribute names are case-insensitive: </SECTION>, <BR>, <H3>, SELECTED are the same"
 _NONZERO = "inside `if delta` (or after `not delta` returned): the delta is never 0, so >= 0 and > 0 agree"
@@ -319,17 +319,15 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_101": _STRICT,
     "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_104": _STRICT,
     "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_105": _STRICT,
-    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_110": _STRICT,
-    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_113": _STRICT,
     "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_114": _STRICT,
-    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_123": _STRICT,
-    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_127": _STRICT,
-    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_128": _STRICT,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_118": _STRICT,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_119": _STRICT,
     "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_33": _INT_ZERO,
     "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_41": _INT_ZERO,
-    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_153": _INT_ZERO,
-    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_161": _INT_ZERO,
-    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_117": "merging no intervals gives [] as the shortcut does",
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_146": _INT_ZERO,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_154": _INT_ZERO,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_108": "merging no intervals gives an empty Spans, as the "
+                                                             "shortcut does",
     "lightx2v.trace_summary.attribution.x_launches__mutmut_5": _STRICT,
     "lightx2v.trace_summary.attribution.x_launches__mutmut_9": _STRICT,
     "lightx2v.trace_summary.attribution.x_launches__mutmut_10": _STRICT,
@@ -338,13 +336,18 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_summary.attribution.x_group_keys__mutmut_10": _STRICT,
     "lightx2v.trace_summary.attribution.x_group_keys__mutmut_11": _CACHE,
     "lightx2v.trace_summary.attribution.x_group_keys__mutmut_12": _CACHE,
-    "lightx2v.trace_summary.launch.x_launch_chain__mutmut_44": _NO_ID_KEY,
-    "lightx2v.trace_summary.launch.x_launch_chain__mutmut_74": "op_of_ext is only read for ids that are not NO_ID",
-    "lightx2v.trace_summary.launch.x_launch_chain__mutmut_95": _AN_OP,
-    "lightx2v.trace_summary.launch.x_launch_chain__mutmut_97": _AN_OP,
-    "lightx2v.trace_summary.launch.x_launch_chain__mutmut_128": "with no External id at all, trusting it links nothing",
-    "lightx2v.trace_summary.launch.x__labels__mutmut_20": _CACHE,
-    "lightx2v.trace_summary.launch.x__labels__mutmut_21": _CACHE,
+    "lightx2v.trace_summary.launch.x_launch_chain__mutmut_115": "with no External id at all, trusting it links "
+                                                                "nothing",
+    "lightx2v.trace_summary.launch.x__ops_by_external_id__mutmut_5": "an empty index finds no id whatever its "
+                                                                     "arrays' type code",
+    "lightx2v.trace_summary.launch.x__ops_by_external_id__mutmut_8": _IN_ORDER,
+    "lightx2v.trace_summary.launch.x__ops_by_external_id__mutmut_10": _IN_ORDER,
+    "lightx2v.trace_summary.launch.x__ops_by_external_id__mutmut_11": _IN_ORDER,
+    "lightx2v.trace_summary.launch.x__ops_by_external_id__mutmut_21": "op indices typed 'Q' (unsigned) instead "
+                                                                      "of 'q': indices are never negative, so the "
+                                                                      "same values",
+    "lightx2v.trace_summary.launch.x__labels__mutmut_17": "only an op that is not NONE is compared with last_op: it "
+                                                          "differs from a start of None as from NONE",
     # trace_summary/enclosing.py
     "lightx2v.trace_summary.enclosing.xǁEnclosingǁwalk__mutmut_3": _STRICT,
     "lightx2v.trace_summary.enclosing.xǁEnclosingǁwalk__mutmut_6": _STRICT,

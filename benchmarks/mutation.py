@@ -124,6 +124,10 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_browser/offline.py": ["tests/test_offline_rules.py"],
     # the handler fed requests from memory, the discovery file, the root check (not the server tests: a child process)
     "lightx2v/trace_browser/server.py": ["tests/test_server_rules.py"],
+    "lightx2v/trace_summary/summarize.py": ["tests/test_summarize_rules.py"],
+    "lightx2v/trace_summary/hook.py": ["tests/test_hook_rules.py"],
+    "lightx2v/trace_summary/__main__.py": ["tests/test_trace_summary_main_rules.py"],
+    "lightx2v/capture/__main__.py": ["tests/test_capture_main_rules.py"],
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),
@@ -159,8 +163,8 @@ _EARLIER_START = ("clip starting at an earlier interval: those end before the wi
 _PLANNED = "an arm past WAITING has had its plan (plan_job sets decided), so the wait returns at once"
 _CHANGES = "the watcher only compares the job-arm change count with its last value: -1 or +2 is a change as +1 is"
 _INT_ZERO = "sum() of no items starts at 0 instead of 0.0: the same number (==, and in the JSON)"
-_NO_ID_KEY = "call_of holds no NO_ID key: looking NO_ID up finds NONE, as the shortcut gives"
-_AN_OP = "op[g] is an op there (not NONE): a default of None or NONE equals it neither way"
+_IN_ORDER = ("the ops' External ids were just found ascending: checking again, or sorting them (a stable sort: "
+             "positions 0, 1, 2, ...), gives the same index")
 _CACHE = "a cache of keys built once: missing it builds the same key again"
 _TAG_CASE = "HTML tag and attribute names are case-insensitive: </SECTION>, <BR>, <H3>, SELECTED are the same"
 _NONZERO = "inside `if delta` (or after `not delta` returned): the delta is never 0, so >= 0 and > 0 agree"
@@ -258,6 +262,16 @@ _WINDOW_INDEX = "range_window without the trace's index reads the whole file for
 _HEADER_CASE = "HTTP header names are case-insensitive (the handler's email.message headers): 'host' finds Host"
 _MADE_IF_MISSING = ("makedirs runs only once the root was found missing: exist_ok matters only if another process "
                     "creates it in between")
+_UNRANKED = ("the files without a rank all get one middle key (None, 0 or 1) after the ranked ones (the first "
+             "key): they sort by worker among themselves either way, None == None never comparing with <")
+_TQDM_FILE = "tqdm writes to sys.stderr when given no file (file=None): the same stream"
+_ARGPARSE_NONE = "argparse's default for an option not given is None"
+_DIFF_TOP = ("the diff reads each side's tables, efficiency classes and frame tree, none cut to --top (render_diff "
+             "cuts its rows itself): sides summarized with every row give the same diff")
+_TABLES = "analyze_trace always sets a summary's tables: the test is never false"
+_PASSED = "main passes every argument of _diff: its defaults are never used"
+_PATH_SETTINGS = ("the capture command reads only path settings ($LIGHTX2V_TORCH_PROFILE_DIR, $LIGHTX2V_RESULTS_DIR), "
+                  "which take any value: checking them (or, for another program name, none) never exits")
 EQUIVALENT: dict[str, str] = {
     "lightx2v.hostcheck.x_host_name__mutmut_16": _LOWERED,
     "lightx2v.hostcheck.x_build__mutmut_5": "the hostname is lower-cased before the strip: " + _LOWERED,
@@ -349,17 +363,15 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_101": _STRICT,
     "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_104": _STRICT,
     "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_105": _STRICT,
-    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_110": _STRICT,
-    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_113": _STRICT,
     "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_114": _STRICT,
-    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_123": _STRICT,
-    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_127": _STRICT,
-    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_128": _STRICT,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_118": _STRICT,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_119": _STRICT,
     "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_33": _INT_ZERO,
     "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_41": _INT_ZERO,
-    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_153": _INT_ZERO,
-    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_161": _INT_ZERO,
-    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_117": "merging no intervals gives [] as the shortcut does",
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_146": _INT_ZERO,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_154": _INT_ZERO,
+    "lightx2v.trace_summary.kernels.x_gpu_work__mutmut_108": "merging no intervals gives an empty Spans, as the "
+                                                             "shortcut does",
     "lightx2v.trace_summary.attribution.x_launches__mutmut_5": _STRICT,
     "lightx2v.trace_summary.attribution.x_launches__mutmut_9": _STRICT,
     "lightx2v.trace_summary.attribution.x_launches__mutmut_10": _STRICT,
@@ -368,13 +380,18 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_summary.attribution.x_group_keys__mutmut_10": _STRICT,
     "lightx2v.trace_summary.attribution.x_group_keys__mutmut_11": _CACHE,
     "lightx2v.trace_summary.attribution.x_group_keys__mutmut_12": _CACHE,
-    "lightx2v.trace_summary.launch.x_launch_chain__mutmut_44": _NO_ID_KEY,
-    "lightx2v.trace_summary.launch.x_launch_chain__mutmut_74": "op_of_ext is only read for ids that are not NO_ID",
-    "lightx2v.trace_summary.launch.x_launch_chain__mutmut_95": _AN_OP,
-    "lightx2v.trace_summary.launch.x_launch_chain__mutmut_97": _AN_OP,
-    "lightx2v.trace_summary.launch.x_launch_chain__mutmut_128": "with no External id at all, trusting it links nothing",
-    "lightx2v.trace_summary.launch.x__labels__mutmut_20": _CACHE,
-    "lightx2v.trace_summary.launch.x__labels__mutmut_21": _CACHE,
+    "lightx2v.trace_summary.launch.x_launch_chain__mutmut_115": "with no External id at all, trusting it links "
+                                                                "nothing",
+    "lightx2v.trace_summary.launch.x__ops_by_external_id__mutmut_5": "an empty index finds no id whatever its "
+                                                                     "arrays' type code",
+    "lightx2v.trace_summary.launch.x__ops_by_external_id__mutmut_8": _IN_ORDER,
+    "lightx2v.trace_summary.launch.x__ops_by_external_id__mutmut_10": _IN_ORDER,
+    "lightx2v.trace_summary.launch.x__ops_by_external_id__mutmut_11": _IN_ORDER,
+    "lightx2v.trace_summary.launch.x__ops_by_external_id__mutmut_21": "op indices typed 'Q' (unsigned) instead "
+                                                                      "of 'q': indices are never negative, so the "
+                                                                      "same values",
+    "lightx2v.trace_summary.launch.x__labels__mutmut_17": "only an op that is not NONE is compared with last_op: it "
+                                                          "differs from a start of None as from NONE",
     # trace_summary/enclosing.py
     "lightx2v.trace_summary.enclosing.xǁEnclosingǁwalk__mutmut_3": _STRICT,
     "lightx2v.trace_summary.enclosing.xǁEnclosingǁwalk__mutmut_6": _STRICT,
@@ -718,6 +735,21 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_browser.offline.x_runs_section__mutmut_3": "only the number of a folder's traces is read",
     "lightx2v.trace_browser.overview.x__steps__mutmut_4": "at exactly 64 steps the first 60 and the last 4 are all "
                                                           "of them: the same rows either way",
+    # trace_summary/summarize.py
+    "lightx2v.trace_summary.summarize.x_summarize_run__mutmut_27": _UNRANKED,
+    "lightx2v.trace_summary.summarize.x_summarize_run__mutmut_29": _UNRANKED,
+    # trace_summary/__main__.py
+    "lightx2v.trace_summary.__main__.x_build_parser__mutmut_82": _ARGPARSE_NONE,
+    "lightx2v.trace_summary.__main__.x_main__mutmut_40": _TQDM_FILE,
+    "lightx2v.trace_summary.__main__.x_main__mutmut_47": _TQDM_FILE,
+    "lightx2v.trace_summary.__main__.x__diff__mutmut_34": _TQDM_FILE,
+    "lightx2v.trace_summary.__main__.x__diff__mutmut_41": _TQDM_FILE,
+    "lightx2v.trace_summary.__main__.x__diff__mutmut_54": _DIFF_TOP,
+    "lightx2v.trace_summary.__main__.x_write_collapsed__mutmut_5": _TABLES,
+    "lightx2v.trace_summary.__main__.x__diff__mutmut_1": _PASSED,
+    # capture/__main__.py
+    "lightx2v.capture.__main__.x_main__mutmut_1": _PATH_SETTINGS,
+    "lightx2v.capture.__main__.x_main__mutmut_36": "argparse's default for an optional positional not given is None",
 }
 
 # the project's addopts (--durations, -ra) only add noise to thousands of runs; pytest-randomly, if installed, off

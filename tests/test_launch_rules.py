@@ -398,6 +398,19 @@ def test_events_linked_by_external_id_get_their_ops_label_and_the_unlinked_ones_
     assert links(chain)[3:6] == (1, 0, 1)
 
 
+def test_external_ids_out_of_order_and_negative_still_name_their_ops():
+    t = Trace()
+    t.op("aten::mm", 0, 10, ext=5)
+    t.op("aten::add", 20, 10, ext=-3)  # after a larger id, and below zero: a hand-written or odd writer's trace
+    t.op("aten::mul", 40, 10, ext=9)  # no GPU event names it
+    t.kernel("k0", 100, 1, corr=11, ext=-3)
+    t.kernel("k1", 110, 1, corr=12, ext=5)
+    c = t.collected()
+    chain = launch_chain(c)
+    assert ops_of(c, chain) == ["aten::add", "aten::mm"]
+    assert links(chain)[3:6] == (2, 0, 0)
+
+
 def test_a_label_that_ends_during_the_launch_call_does_not_hold_it():
     t = Trace()
     t.label("short", 0, 51)

@@ -128,6 +128,8 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/hook.py": ["tests/test_hook_rules.py"],
     "lightx2v/trace_summary/__main__.py": ["tests/test_trace_summary_main_rules.py"],
     "lightx2v/capture/__main__.py": ["tests/test_capture_main_rules.py"],
+    # main() in this process: its refusals, a taken port, and a real serve stopped by an interrupt
+    "lightx2v/trace_browser/__main__.py": ["tests/test_trace_browser_main_rules.py"],
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),

@@ -104,6 +104,8 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/ranks.py": ["tests/test_ranks_rules.py"],
     "lightx2v/trace_summary/series.py": ["tests/test_series_rules.py"],
     "lightx2v/trace_summary/discover.py": ["tests/test_discover_rules.py"],
+    # the one error type: its message and fields, as discovery and the command line report them
+    "lightx2v/trace_summary/errors.py": ["tests/test_discover_rules.py", "tests/test_trace_summary_main_rules.py"],
     "lightx2v/trace_summary/render_efficiency.py": ["tests/test_render_efficiency_rules.py"],
     "lightx2v/trace_summary/render_frames.py": ["tests/test_render_frames_rules.py"],
     "lightx2v/trace_summary/render.py": ["tests/test_render_rules.py"],

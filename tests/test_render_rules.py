@@ -573,7 +573,7 @@ def test_files_without_ranks_or_with_one_rank_twice_are_trace_files_and_a_long_w
 def test_damaged_files_are_listed_under_the_title_even_beside_a_single_rank():
     damaged = [DamagedFile(file="/runs/a/w1.pt.trace.json", problem="truncated")]
     assert render_run(run([rank(rank=0)], damaged_files=damaged)) == "\n".join([
-        "Run run-1: 1 ranks, 1 more damaged (/runs/a)",
+        "Run run-1: 1 rank, 1 more damaged (/runs/a)",
         "  damaged   /runs/a/w1.pt.trace.json: truncated (left out of this report)",
         "",
         render_rank(rank(rank=0)),
@@ -583,6 +583,8 @@ def test_damaged_files_are_listed_under_the_title_even_beside_a_single_rank():
                        "  damaged   /runs/a/w1.pt.trace.json: truncated (left out of this report)",
                        "  damaged   /runs/a/w1.pt.trace.json: truncated (left out of this report)", ""]
     assert out[4] == RUN_HEAD
+    assert render_run(run([rank(rank=None)], damaged_files=damaged)).split("\n")[0] == \
+        "Run run-1: 1 trace file (a worker or span), 1 more damaged (/runs/a)"
 
 
 def straggler_line(s: Straggler) -> str:

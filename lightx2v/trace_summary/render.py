@@ -37,7 +37,11 @@ def render_run(run: RunSummary, frame_tree: bool = False) -> str:
     if len(run.ranks) == 1 and not damaged:
         return render_rank(run.ranks[0], frame_tree)
     ranks = [r.rank for r in run.ranks]
-    what = "ranks" if None not in ranks and len(set(ranks)) == len(ranks) else "trace files (workers or spans)"
+    one = len(run.ranks) == 1
+    if None not in ranks and len(set(ranks)) == len(ranks):
+        what = "rank" if one else "ranks"
+    else:
+        what = "trace file (a worker or span)" if one else "trace files (workers or spans)"
     count = f"{len(run.ranks)} {what}" + (f", {len(damaged)} more damaged" if damaged else "")
     lines = [f"Run {run.label}: {count} ({run.path})", *damaged, ""]
     if len(run.ranks) == 1:

@@ -6,6 +6,7 @@ command itself against real processes."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -18,6 +19,8 @@ import pytest
 from lightx2v.capture.__main__ import main, positive_pid, positive_seconds
 from lightx2v.capture.control import WHY_NOT_LISTED
 
+from helpers.cli import in_process
+
 NOW = time.time()
 REFUSED = "a job without a store"
 
@@ -29,14 +32,7 @@ def no_settings(monkeypatch):
     monkeypatch.delenv("LIGHTX2V_RESULTS_DIR", raising=False)
 
 
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    """main's exit status (argparse's SystemExit too), stdout, stderr."""
-    try:
-        status = main(list(argv))
-    except SystemExit as exc:
-        status = exc.code
-    out, err = capsys.readouterr()
-    return status, out, err
+run = functools.partial(in_process, main)  # run(capsys, *argv): status, stdout, stderr
 
 
 def status(pid: int, rank: int = 0, world: int = 1, **extra) -> dict:

@@ -5,6 +5,7 @@ error); each expected line written by hand. tests/test_trace_summary_cli.py runs
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -18,6 +19,7 @@ from lightx2v.trace_summary import __main__ as cli
 from lightx2v.trace_summary.__main__ import main, skipped_note
 from lightx2v.trace_summary.model import SkippedFile
 
+from helpers.cli import in_process
 from helpers.small_trace import LIBRARY_FRAME, USER_FRAME, small_trace, tqdm_without_threads
 
 TRUNCATED = "truncated trace: the JSON ends early (the file was cut off while being written?)"
@@ -29,14 +31,7 @@ def no_tqdm_threads(monkeypatch):
     tqdm_without_threads(monkeypatch)
 
 
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    """main's exit status (argparse's SystemExit too), stdout, stderr."""
-    try:
-        status = main(list(argv))
-    except SystemExit as exc:
-        status = exc.code
-    out, err = capsys.readouterr()
-    return status, out, err
+run = functools.partial(in_process, main)  # run(capsys, *argv): status, stdout, stderr
 
 
 def trace(tmp_path: Path, name: str = "rank0_a.pt.trace.json", **kw) -> str:

@@ -79,7 +79,8 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/attribution.py": _ANALYSIS,
     "lightx2v/trace_summary/kernels.py": _ANALYSIS,
     "lightx2v/capture/jobs.py": _CAPTURE,
-    "lightx2v/utils/torch_trace_profiler.py": ["tests/test_dropin_rules.py", "tests/test_profiler_switches.py",
+    "lightx2v/utils/torch_trace_profiler.py": ["tests/test_dropin_rules.py", "tests/test_dropin_more_rules.py",
+                                               "tests/test_profiler_switches.py",
                                                "tests/test_capture_states.py", "tests/test_capture_rules.py", "-k",
                                                "not typo_in_the_profiling_switch"],
     "lightx2v/capture/control.py": _CAPTURE,
@@ -120,11 +121,30 @@ FAST_TESTS: dict[str, list[str]] = {
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),
 # for a module too large to mutate whole here: its score is then the score of those functions (the README says so).
 ONLY_FUNCTIONS: dict[str, list[str]] = {
-    # the drop-in (1,700 lines, ~2,000 mutants: hours here): its rules that run without a capture; the capture
-    # itself (torch.profiler, export, the watcher thread, c10d) is left to the end-to-end tests
+    # the drop-in (1,860 lines, ~2,000 mutants: hours here): what runs in-process without a capture (switches,
+    # config checks, call sites, file names and moves, the export's file handling and progress line on a stand-in
+    # profiler, the output lines, the original module's names, the status file and the requests read from files);
+    # left to the end-to-end tests: the capture itself (_Capture, _capture_claimed, the runs of
+    # TorchTraceProfileContext and TorchTraceProfiler), torch's memory history, the export watch's thread and RSS
+    # samples, process-group defaults, and the watcher thread with its c10d job-arm polling
     "lightx2v/utils/torch_trace_profiler.py": [
         "x__env_flag", "x__find_bad_field", "x__job_plan", "x__read_plan", "x__text", "x__with_rank_suffix", "x__slug",
-        "x__size", "xǁ_JobArmǁmove", "xǁ_JobArmǁdescribe", "xǁ_Sessionǁ*"],
+        "x__size", "xǁ_JobArmǁmove", "xǁ_JobArmǁdescribe", "xǁ_Sessionǁ*",
+        "xǁTorchTraceProfileConfigǁ*", "x_resolve_log_dir", "xǁTorchTraceProfilerǁ__init__",
+        "xǁTorchTraceProfilerǁreset_session", "xǁTorchTraceProfilerǁsession_done", "xǁTorchTraceProfilerǁlast_capture",
+        "xǁTorchTraceProfilerǁcapture_status", "xǁTorchTraceProfilerǁset_summary_handler", "xǁTorchTraceProfilerǁran",
+        "xǁTorchTraceProfilerǁtry_claim", "xǁTorchTraceProfileContextǁ__init__", "xǁTorchTraceProfileContextǁconfig",
+        "xǁ_Siteǁ*", "x__new_site", "x__qualified_name", "x__memory_snapshot_on", "x__snapshot_path",
+        "x_write_memory_snapshot", "x__distributed_identity", "x__shared_run_dir", "x__make_unique_dir",
+        "x__process_start_time", "x__replaced_atomically", "x__remove_if_there", "xǁ_ExportStatsǁdescribe",
+        "xǁ_ExportWatchǁ_report", "xǁ_Countedǁ*", "x__export_atomically", "x__format_bytes", "x__log",
+        "x__viewing_hints", "x__fixed_tensorboard_command", "x__module_available", "x__hint_port",
+        "x__discovery_entries", "x_trace_browser_url", "x__summary_handler", "x__capture_summary_lines",
+        "x_make_on_trace_ready", "x_log_profile_start", "x_log_profile_done", "xǁ_RemoteControlǁstart_once",
+        "xǁ_RemoteControlǁafter_capture", "xǁ_RemoteControlǁ_shown_state", "xǁ_RemoteControlǁ_take_request",
+        "xǁ_RemoteControlǁ_write_status", "xǁ_RemoteControlǁstatus", "xǁ_RemoteControlǁ_key",
+        "xǁ_RemoteControlǁ_request_job_arm", "xǁ_RemoteControlǁ_job_status", "xǁ_RemoteControlǁ_mark_exited",
+        "xǁ_RemoteControlǁ_log_failure_once", "x__multi_rank_refusal"],
     # the FLOP models: the GEMM family and the argument helpers every model reads (attention, convolution, norms,
     # softmax, scaled_mm and copies not yet: tests/test_trace_summary_flops.py checks those against torch). Not
     # _elementwise: it runs at import (building MODELS) before mutmut switches a mutant on, so none of its mutants

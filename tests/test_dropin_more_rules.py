@@ -1063,3 +1063,233 @@ def test_a_job_arm_request_is_refused_without_a_call_site_or_with_profiling_off(
     assert remote._request_job_arm(store, "r1", "me") == (
         ArmOutcome.REFUSED, "profiling is off in this process (LIGHTX2V_TORCH_PROFILE)")
     assert not store.check(["lightx2v/capture/job_arm/1/request"])
+
+
+# ------------------------------------------------------------------------------------ cases a mutant showed up
+def test_a_snapshot_is_pickled_at_the_highest_protocol(tmp_path):
+    path = tmp_path / "s.memory_snapshot.pickle"
+    dropin.write_memory_snapshot({}, str(path))
+    assert path.read_bytes()[:2] == b"\x80" + bytes([pickle.HIGHEST_PROTOCOL])
+
+
+def test_a_host_package_that_declares_no_handler_gives_none(clean, monkeypatch):
+    import lightx2v
+
+    monkeypatch.delattr(lightx2v, "TORCH_TRACE_SUMMARY_HANDLER")
+    assert dropin._summary_handler() is None
+
+
+def test_a_declared_handler_is_split_at_its_first_colon(clean, monkeypatch):
+    import lightx2v
+
+    monkeypatch.setattr(lightx2v, "TORCH_TRACE_SUMMARY_HANDLER", "json:dumps:x")
+    assert dropin._capture_summary_lines("t.json") == [
+        "(no summary: AttributeError(\"module 'json' has no attribute 'dumps:x'\"))"]
+
+
+def test_the_start_line_names_the_configured_logdir(clean, caplog):
+    caplog.set_level(logging.INFO, PROFILE.name)
+    dropin.log_profile_start(TorchTraceProfileConfig(tb_dir="tb"), "s")
+    assert messages(caplog) == [f"[Profile] s: capturing 5 calls (wait 1, warmup 3, active 1), format tensorboard -> "
+                                f"{clean}/tb"]
+
+
+@pytest.fixture
+def no_watcher_thread(monkeypatch):
+    monkeypatch.setattr(dropin.threading.Thread, "start", lambda self: None)  # the polling thread: not here
+    monkeypatch.setattr("atexit.register", lambda f: None)
+
+
+@pytest.mark.parametrize("host,ident", [("h" * 50, "h" * 40), ("🚀", "host"), ("my host.lan", "my_host.lan")])
+def test_the_status_file_is_named_by_the_hosts_slug_and_the_pid(clean, monkeypatch, no_watcher_thread, host, ident):
+    monkeypatch.setattr(dropin.socket, "gethostname", lambda: host)
+    control = dropin._RemoteControl()
+    control.start_once("tensorboard", "tb")
+    assert control.status_path == str(clean / "tb" / ".capture" / f"{ident}_{os.getpid()}.status.json")
+
+
+def test_a_second_process_in_one_logdir_shares_its_control_folder(clean, no_watcher_thread):
+    (clean / "tb" / ".capture").mkdir(parents=True)
+    (clean / "tb" / ".capture" / "other_1.status.json").write_text("{}")
+    control = dropin._RemoteControl()
+    control.start_once("tensorboard", "tb")
+    assert control.status_path is not None and not control.failure_logged
+    assert sorted(os.listdir(clean / "tb" / ".capture")) == sorted([f"{HOST}_{os.getpid()}.status.json",
+                                                                    "other_1.status.json"])
+
+
+def test_the_watcher_is_one_daemon_thread_and_marks_the_status_exited_at_exit(clean, monkeypatch):
+    started, registered = [], []
+    monkeypatch.setattr(dropin.threading.Thread, "start", lambda self: started.append(self))
+    monkeypatch.setattr("atexit.register", registered.append)
+    control = dropin._RemoteControl()
+    control.start_once("tensorboard", "tb")
+    control.start_once("tensorboard", "tb")
+    [thread] = started
+    assert (thread.name, thread.daemon, thread._target) == ("lightx2v-capture-watcher", True, control._watch)
+    assert registered == [control._mark_exited]
+
+
+def test_a_context_keeps_its_name():
+    assert TorchTraceProfileContext("step").name == "step"
+
+
+def test_the_done_line_without_a_capture_finds_the_browser_serving_the_logdir(clean, monkeypatch, caplog):
+    caplog.set_level(logging.INFO, PROFILE.name)
+    monkeypatch.setattr(dropin, "_fixed_tensorboard_command", lambda: None)
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    try:
+        (clean / "tb" / ".trace_browser").mkdir(parents=True)
+        (clean / "tb" / ".trace_browser" / "b.json").write_text(json.dumps({"port": server.getsockname()[1],
+                                                                            "url": "http://tb/"}))
+        dropin.log_profile_done(TorchTraceProfileConfig(tb_dir="tb"))
+    finally:
+        server.close()
+    assert messages(caplog)[0].splitlines()[-1] == ("  Perfetto page: http://tb/ (lists every trace, opens it in "
+                                                    "Perfetto in one click)")
+
+
+LONG_LABEL = "a" * 70
+
+
+def test_a_run_directorys_label_is_cut_to_60_characters(tmp_path):
+    assert os.path.basename(dropin._shared_run_dir(str(tmp_path), LONG_LABEL, "0", None, 1)).endswith("_" + "a" * 60)
+    assert os.path.basename(dropin._shared_run_dir(str(tmp_path), LONG_LABEL, "0", None, 2)).endswith(
+        f"_{'a' * 60}_job{os.getppid()}")
+
+
+def test_ranks_whose_launcher_start_is_unknown_name_the_folder_by_the_day(tmp_path, monkeypatch):
+    monkeypatch.setattr(dropin.os, "getppid", lambda: 2 ** 22 + 1)  # no such process
+    day = time.strftime("%Y%m%d")
+    path = dropin._shared_run_dir(str(tmp_path), "step", "0", None, 2)
+    assert os.path.basename(path) in (f"{day}_step_job{2 ** 22 + 1}",
+                                      f"{time.strftime('%Y%m%d')}_step_job{2 ** 22 + 1}")
+
+
+def test_a_rank_on_the_node_of_the_first_adopts_its_existing_folder(tmp_path):
+    import torch.distributed as dist
+
+    store = dist.HashStore()
+    store.set("lightx2v/torch_trace_profiler/job/5", "20990101-000000_first")
+    (tmp_path / "20990101-000000_first").mkdir()
+    (tmp_path / "20990101-000000_first" / "rank0_h.pt.trace.json").write_text("{}")
+    path = dropin._shared_run_dir(str(tmp_path), "step", "job/5", store, 2)
+    assert path == str(tmp_path / "20990101-000000_first")
+    assert os.listdir(tmp_path) == ["20990101-000000_first"] and os.listdir(path) == ["rank0_h.pt.trace.json"]
+
+
+def test_a_process_named_with_parentheses_still_reads_its_start_time(tmp_path):
+    odd = tmp_path / "x) 1 2 3 4 5"
+    odd.symlink_to("/bin/sleep")
+    before = time.time()
+    child = subprocess.Popen([str(odd), "3"])
+    try:
+        started = dropin._process_start_time(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+    assert started is not None and before - 1.5 <= started <= time.time() + 1.5
+
+
+def test_a_browser_that_does_not_answer_costs_the_hints_under_a_second(tmp_path):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    port = server.getsockname()[1]
+    waiting = []
+    try:
+        for _ in range(8):  # fill the backlog: a further connection is left unanswered
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", port))
+            waiting.append(s)
+        time.sleep(0.1)
+        (tmp_path / ".trace_browser").mkdir()
+        (tmp_path / ".trace_browser" / "h.json").write_text(json.dumps({"port": port, "url": "http://h/"}))
+        started = time.monotonic()
+        url = dropin.trace_browser_url(str(tmp_path / "t.json"))
+        took = time.monotonic() - started
+    finally:
+        for s in waiting:
+            s.close()
+        server.close()
+    assert url is None and 0.25 <= took < 1.0
+
+
+@pytest.fixture
+def job_store(remote):
+    """This rank's watcher connected to a job's store (an in-process c10d HashStore stands in for the job's)."""
+    import torch.distributed as dist
+
+    store = dist.HashStore()
+    remote._job_store = lambda: store
+    session = _site_session()
+    session.last_job = dropin._JobArm(4, {}, session.last_site, "step")
+    session.captures = 2
+    return store
+
+
+def test_a_request_to_a_jobs_rank_arms_the_job_through_its_store(remote, job_store, caplog):
+    caplog.set_level(logging.INFO, PROFILE.name)
+    write_request(remote, json.dumps({"id": "r1", "by": "me"}))
+    remote._take_request()
+    assert messages(caplog) == ["[Profile] capture request from me: armed (the job's ranks agree on the call to "
+                                "capture at)"]
+    assert json.loads(job_store.get("lightx2v/capture/job_arm/1/request"))["by"] == "me"
+    last = read_status(remote)["last_request"]
+    assert (last["id"], last["by"], last["outcome"], last["reason"], last["captures_before"], last["job_arm"]) == (
+        "r1", "me", "armed", None, 2, 4)
+    assert remote.armed_generation == dropin._SESSION.generation and not os.path.exists(remote.request_path)
+    dropin._SESSION.last_job = None
+    write_request(remote, json.dumps({"id": "r2", "by": "you"}))
+    remote._take_request()
+    assert messages(caplog)[-1] == "[Profile] capture request from you: already armed"
+    assert read_status(remote)["last_request"]["job_arm"] is None
+
+
+def test_a_refused_request_never_reaches_the_jobs_store(remote, job_store, caplog, monkeypatch):
+    caplog.set_level(logging.INFO, PROFILE.name)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    write_request(remote, json.dumps({"id": "r1", "by": "me"}))
+    remote._take_request()
+    assert messages(caplog)[0].startswith("[Profile] capture request from me: refused: a 2-rank job without")
+    assert not job_store.check(["lightx2v/capture/job_arm/1/request"])
+
+
+def test_a_request_file_is_read_up_to_4096_characters(remote, caplog):
+    caplog.set_level(logging.INFO, PROFILE.name)
+    dropin._SESSION.claim()
+    dropin._SESSION.release()
+    write_request(remote, json.dumps({"by": "me", "pad": "x" * 4100}))
+    remote._take_request()
+    assert messages(caplog) == ["[Profile] capture request from a request file (Unterminated string starting at: "
+                                "line 1 column 21 (char 20)): armed (the next first run() of any call site captures)"]
+    assert time.time() - read_status(remote)["last_request"]["at"] < 60
+
+
+@pytest.mark.parametrize("host,worker", [("h" * 50, "rank0_" + "h" * 40), ("🚀", "rank0_host")])
+def test_on_trace_ready_names_the_trace_by_rank_and_host_slug(clean, monkeypatch, host, worker):
+    monkeypatch.setattr(dropin.socket, "gethostname", lambda: host)
+    dropin.make_on_trace_ready(TorchTraceProfileConfig(tb_dir="tb"))(_Prof("{}"))
+    [run] = os.listdir(clean / "tb")
+    assert os.listdir(clean / "tb" / run) == [worker + ".pt.trace.json"]
+
+
+def test_on_trace_ready_in_a_job_agrees_on_one_run_directory_per_export_through_the_store(clean, monkeypatch):
+    import torch.distributed as dist
+
+    store = dist.HashStore()
+    # torch.distributed's identity of a rank in a two-rank job (no process group can be made in one process)
+    monkeypatch.setattr(dropin, "_distributed_identity", lambda: (1, 2, store))
+    monkeypatch.setattr(dropin, "_on_trace_ready_exports", 0)
+    store.set("lightx2v/torch_trace_profiler/on_trace_ready/2", "20990101-000000_second")
+    handler = dropin.make_on_trace_ready(TorchTraceProfileConfig(tb_dir="tb"))
+    handler(_Prof("{}"))
+    handler(_Prof("{}"))
+    first = store.get("lightx2v/torch_trace_profiler/on_trace_ready/1").decode()
+    assert re.fullmatch(r"\d{8}-\d{6}_on_trace_ready", first)
+    assert sorted(os.listdir(clean / "tb")) == sorted([first, "20990101-000000_second"])
+    assert os.listdir(clean / "tb" / "20990101-000000_second") == [f"rank1_{HOST}.pt.trace.json"]
+    assert dropin._on_trace_ready_exports == 2

@@ -182,6 +182,13 @@ _NO_ID_KEY = "call_of holds no NO_ID key: looking NO_ID up finds NONE, as the sh
 _AN_OP = "op[g] is an op there (not NONE): a default of None or NONE equals it neither way"
 _CACHE = "a cache of keys built once: missing it builds the same key again"
 _TAG_CASE = "HTML tag and attribute names are case-insensitive: </SECTION>, <BR>, <H3>, SELECTED are the same"
+_DONE_FIRST = ("log_profile_done replaces the hints' first line, the only one showing the fallback result's label, "
+               "format, rank, world size, calls and seconds (the other lines read the config and the folders)")
+_FOLDER_ONLY = "only the fallback trace path's folder is read (where a trace browser is looked for), not its file name"
+_GZIP_NAME = "gzip.GzipFile drops a .gz ending from the name it writes in the header itself"
+_CHUNK = "the size of the pieces copied through gzip: the same bytes written, in other pieces"
+_NOT_JSON = ("every value in the status is JSON already (str, int, float, None, lists, dicts): default=str is "
+             "never called")
 _NONZERO = "inside `if delta` (or after `not delta` returned): the delta is never 0, so >= 0 and > 0 agree"
 _SEVEN_ROWS = "the figures table always has its seven rows: the sentence for an empty one is never shown"
 _UNSIGNED = ("an array of indices typed 'L' (unsigned) instead of 'l': indices are never negative, so it holds "
@@ -310,6 +317,75 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_47": _CHANGES,
     "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_48": _CHANGES,
     "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_4": _PLANNED,
+    # the drop-in's in-process functions (widened ONLY_FUNCTIONS)
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_20":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_21":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_22":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_23":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_24":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_25":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_26":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_28":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_29":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_33":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_35":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_46":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_47":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_56":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_54":
+        _FOLDER_ONLY,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_55":
+        _FOLDER_ONLY,
+    "lightx2v.utils.torch_trace_profiler.x__new_site__mutmut_12":
+        _STRICT,
+    "lightx2v.utils.torch_trace_profiler.x__new_site__mutmut_15":
+        _STRICT,
+    "lightx2v.utils.torch_trace_profiler.x__new_site__mutmut_16":
+        _STRICT,
+    "lightx2v.utils.torch_trace_profiler.x__summary_handler__mutmut_4":
+        "this file sits two levels below its package (lightx2v.utils): partition and "
+        "rpartition of 'lightx2v.utils' both give 'lightx2v'",
+    "lightx2v.utils.torch_trace_profiler.x_trace_browser_url__mutmut_21":
+        "returning at the root folder instead of breaking out of the loop returns the same None",
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ_take_request__mutmut_21":
+        "a request file that is no JSON object has no id either way: request.get('id') is None",
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ_take_request__mutmut_22":
+        "as xǁ_RemoteControlǁ_take_request__mutmut_21",
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ_write_status__mutmut_37":
+        _NOT_JSON,
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ_write_status__mutmut_40":
+        _NOT_JSON,
+    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_15":
+        "growing is only tested for truth: '' and None both mean no partial file to measure",
+    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_30":
+        _GZIP_NAME,
+    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_36":
+        _GZIP_NAME,
+    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_37":
+        _GZIP_NAME,
+    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_52":
+        "GzipFile over a file object opened 'wb' takes its mode from it: None is 'wb'",
+    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_63":
+        _CHUNK,
+    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_66":
+        _CHUNK,
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_22":
+        "an ARMED arm is always the session's job: only its ends (ABANDONED, MISSED) and "
+        "CAPTURING clear it, so the and reads as the or",
     # intervals.py
     "lightx2v.trace_summary.intervals.x_merge__mutmut_5": "setting the end to the value it already has changes nothing",
     "lightx2v.trace_summary.intervals.x_clip__mutmut_4": _EARLIER_START,

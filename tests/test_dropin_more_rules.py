@@ -364,8 +364,8 @@ class _Prof:
     """Stands in for torch.profiler.profile: exports as kineto does (``<path>.tmp``, then renamed), or fails."""
 
     def __init__(self, text: str = '{"traceEvents": []}', *, write: bool = True, leave_tmp: bool = False,
-                 error: BaseException | None = None) -> None:
-        self.text, self.write, self.leave_tmp, self.error = text, write, leave_tmp, error
+                 error: BaseException | None = None, pause: float = 0.0) -> None:
+        self.text, self.write, self.leave_tmp, self.error, self.pause = text, write, leave_tmp, error, pause
         self.step_num = 7
         self.exported: list[str] = []
         self.seen: list[str] = []
@@ -378,6 +378,7 @@ class _Prof:
             raise self.error
         if self.write:
             Path(path + ".tmp").write_text(self.text)
+            time.sleep(self.pause)  # a long write: the watch reads the partial file's size meanwhile
             os.replace(path + ".tmp", path)
         self.seen = sorted(os.listdir(os.path.dirname(path) or "."))
 
@@ -1237,11 +1238,16 @@ def test_a_request_to_a_jobs_rank_arms_the_job_through_its_store(remote, job_sto
     remote._take_request()
     assert messages(caplog) == ["[Profile] capture request from me: armed (the job's ranks agree on the call to "
                                 "capture at)"]
-    assert json.loads(job_store.get("lightx2v/capture/job_arm/1/request"))["by"] == "me"
+    stored = json.loads(job_store.get("lightx2v/capture/job_arm/1/request"))
+    assert (stored["id"], stored["by"]) == ("r1", "me")
     last = read_status(remote)["last_request"]
     assert (last["id"], last["by"], last["outcome"], last["reason"], last["captures_before"], last["job_arm"]) == (
         "r1", "me", "armed", None, 2, 4)
     assert remote.armed_generation == dropin._SESSION.generation and not os.path.exists(remote.request_path)
+    write_request(remote, json.dumps({"id": "r1", "by": "another rank's file"}))  # the same request, again
+    remote._take_request()
+    assert messages(caplog)[-1] == ("[Profile] capture request from another rank's file: armed (the job's ranks "
+                                    "agree on the call to capture at)")
     dropin._SESSION.last_job = None
     write_request(remote, json.dumps({"id": "r2", "by": "you"}))
     remote._take_request()
@@ -1293,3 +1299,119 @@ def test_on_trace_ready_in_a_job_agrees_on_one_run_directory_per_export_through_
     assert sorted(os.listdir(clean / "tb")) == sorted([first, "20990101-000000_second"])
     assert os.listdir(clean / "tb" / "20990101-000000_second") == [f"rank1_{HOST}.pt.trace.json"]
     assert dropin._on_trace_ready_exports == 2
+
+
+def test_the_status_file_keeps_the_first_12_arguments_cut_to_200_characters(remote, monkeypatch):
+    monkeypatch.setattr(dropin.sys, "argv", ["p" * 300] + [str(n) for n in range(20)])
+    remote._write_status()
+    status = read_status(remote)
+    assert status["argv"] == ["p" * 200] + [str(n) for n in range(11)]
+    assert time.time() - status["updated_at"] < 60
+
+
+def test_before_torch_is_imported_the_status_is_a_single_processs_without_asking_torch(remote, monkeypatch):
+    monkeypatch.setattr(dropin, "_distributed_identity", lambda: (5, 6, None))  # what asking torch would say
+    monkeypatch.delitem(sys.modules, "torch")
+    status = remote.status()
+    assert (status["rank"], status["world_size"], status["job"]) == (0, 1, None)
+
+
+def test_a_process_group_without_a_store_is_refused_even_without_world_size_set(clean, monkeypatch):
+    # torch.distributed's identity of a rank whose group's store cannot be had (its private API changed)
+    monkeypatch.setattr(dropin, "_distributed_identity", lambda: (0, 2, None))
+    assert dropin._multi_rank_refusal().startswith("a 2-rank job without a process group")
+
+
+def test_an_arm_by_reset_session_shows_no_earlier_requests_time(remote):
+    remote.armed_at, remote.armed_by = 5.0, "cli"
+    status = remote.status()
+    assert (status["armed"], status["armed_at"], status["armed_by"]) == (True, None, "reset_session()")
+
+
+def test_a_jobs_id_without_launcher_variables_is_job_and_a_long_one_is_cut_to_120(remote, monkeypatch):
+    assert remote._job_status(2)["id"] == "job"
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "r" * 200)
+    assert remote._job_status(2)["id"] == "r" * 120
+
+
+@pytest.fixture
+def fast_progress(monkeypatch, caplog):
+    caplog.set_level(logging.INFO, PROFILE.name)
+    monkeypatch.setattr(dropin, "EXPORT_PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(dropin, "EXPORT_PROGRESS_EVERY", 0.05)
+
+
+def test_a_long_export_says_how_much_of_kinetos_partial_file_is_written(tmp_path, fast_progress, caplog):
+    stats = dropin._export_atomically(_Prof("x" * 2500, pause=0.4), str(tmp_path / "t.json"), False)
+    lines = messages(caplog)
+    pattern = (rf"\[Profile\] exporting {re.escape(str(tmp_path))}/t\.json: torch\.profiler writing: 2\.5 KB, 0 s"
+               r"(, RSS [\d.]+ [KMG]B)?")
+    assert lines and all(re.fullmatch(pattern, m) for m in lines), lines
+    assert stats.progress_lines == len(lines)
+
+
+def test_a_long_gzip_says_what_kineto_wrote_and_how_far_the_gzip_is(tmp_path, fast_progress, caplog, monkeypatch):
+    monkeypatch.setattr(dropin, "GZIP_CHUNK", 16)  # a slow gzip pass
+    dropin._export_atomically(_Prof("x" * 1_000_000), str(tmp_path / "t.json.gz"), True)
+    gzip_lines = [m for m in messages(caplog) if "; gzip: " in m]
+    assert gzip_lines, messages(caplog)
+    pattern = (rf"\[Profile\] exporting {re.escape(str(tmp_path))}/t\.json\.gz: torch\.profiler wrote 1\.0 MB in 0 s; "
+               r"gzip: [\d.]+ [KM]?B of 1\.0 MB \(\d+ %\), [01] s(, RSS [\d.]+ [KMG]B)?")
+    assert all(re.fullmatch(pattern, m) for m in gzip_lines), gzip_lines
+
+
+def test_a_rank_that_gave_up_waiting_names_the_whole_wait_the_watchers_deadline_plus_the_margin(clean, monkeypatch):
+    monkeypatch.setattr(dropin, "JOB_ANSWER_SECONDS", 0.3)
+    monkeypatch.setattr(dropin, "JOB_WAIT_MARGIN_SECONDS", 0.4)
+    session = dropin._SESSION
+    site = dropin._Site(TorchTraceProfileConfig())
+    site.calls = 10
+    job = dropin._JobArm(1, {"id": "r"}, site, "step")
+    assert session.join_job(job) is None
+    site.calls = 13
+    assert session.job_turn(site) is None
+    assert job.reason == ("no plan within 1 s (the job's c10d store did not answer this rank); this rank does not "
+                          "capture")
+
+
+def test_a_jobs_capture_is_a_generation_unlike_every_earlier_one(clean):
+    session = dropin._SESSION
+    earlier = [session.generation, session.arm(), session.arm()]
+    site = dropin._Site(TorchTraceProfileConfig())
+    job = dropin._JobArm(1, {"id": "r"}, site, "step")
+    assert session.join_job(job) is None
+    session.plan_job(job, 3)
+    site.calls = 3
+    generation = session.job_turn(site)
+    assert generation is not None and generation not in earlier
+    assert session.rendezvous_of(generation) == "job_arm/1/run_dir"
+
+
+@pytest.fixture
+def process_group():
+    """A one-rank gloo process group in this process, over an in-process store; destroyed afterwards."""
+    import torch.distributed as dist
+
+    store = dist.HashStore()
+    dist.init_process_group("gloo", rank=0, world_size=1, store=store)
+    try:
+        yield dist
+    finally:
+        dist.destroy_process_group()
+
+
+def test_with_a_process_group_the_identity_is_torchs_with_the_groups_store(clean, monkeypatch, process_group):
+    monkeypatch.setenv("RANK", "5")
+    monkeypatch.setenv("WORLD_SIZE", "9")
+    rank, world_size, store = dropin._distributed_identity()
+    assert (rank, world_size) == (0, 1) and store is not None
+    store.set("k", "v")
+    assert process_group.distributed_c10d._get_default_store().get("k") == b"v"
+
+
+def test_with_a_process_group_whose_store_cannot_be_had_the_identity_has_none(clean, monkeypatch, process_group):
+    def unavailable():
+        raise RuntimeError("private API changed")
+
+    monkeypatch.setattr(process_group.distributed_c10d, "_get_default_store", unavailable)
+    assert dropin._distributed_identity() == (0, 1, None)

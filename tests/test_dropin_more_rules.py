@@ -1415,3 +1415,19 @@ def test_with_a_process_group_whose_store_cannot_be_had_the_identity_has_none(cl
 
     monkeypatch.setattr(process_group.distributed_c10d, "_get_default_store", unavailable)
     assert dropin._distributed_identity() == (0, 1, None)
+
+
+@pytest.mark.parametrize("rank,world_size", [("", ""), ("x", "2x"), (" ", "1.0")])
+def test_rank_variables_that_are_empty_or_not_numbers_read_as_a_single_process(clean, monkeypatch, rank, world_size):
+    monkeypatch.setenv("RANK", rank)
+    monkeypatch.setenv("WORLD_SIZE", world_size)
+    assert dropin._distributed_identity() == (0, 1, None)
+    status = TorchTraceProfiler.capture_status()  # the public call raised ValueError here
+    assert (status["rank"], status["world_size"], status["remote_refused"]) == (0, 1, None)
+
+
+def test_an_empty_world_size_does_not_cost_an_on_trace_ready_export(clean, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "")
+    config = TorchTraceProfileConfig(profile_format="chrome")
+    dropin.make_on_trace_ready(config)(_Prof("{}"))
+    assert config.exported_chrome_path == str(clean / "save_results" / "trace.json")

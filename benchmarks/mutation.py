@@ -135,7 +135,7 @@ ONLY_FUNCTIONS: dict[str, list[str]] = {
         "xǁTorchTraceProfilerǁcapture_status", "xǁTorchTraceProfilerǁset_summary_handler", "xǁTorchTraceProfilerǁran",
         "xǁTorchTraceProfilerǁtry_claim", "xǁTorchTraceProfileContextǁ__init__", "xǁTorchTraceProfileContextǁconfig",
         "xǁ_Siteǁ*", "x__new_site", "x__qualified_name", "x__memory_snapshot_on", "x__snapshot_path",
-        "x_write_memory_snapshot", "x__distributed_identity", "x__shared_run_dir", "x__make_unique_dir",
+        "x_write_memory_snapshot", "x__distributed_identity", "x__env_int", "x__shared_run_dir", "x__make_unique_dir",
         "x__process_start_time", "x__replaced_atomically", "x__remove_if_there", "xǁ_ExportStatsǁdescribe",
         "xǁ_ExportWatchǁ_report", "xǁ_Countedǁ*", "x__export_atomically", "x__format_bytes", "x__log",
         "x__viewing_hints", "x__fixed_tensorboard_command", "x__module_available", "x__hint_port",

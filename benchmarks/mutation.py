@@ -383,6 +383,8 @@ EQUIVALENT: dict[str, str] = {
         _CHUNK,
     "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_66":
         _CHUNK,
+    "lightx2v.utils.torch_trace_profiler.x__hint_port__mutmut_6":
+        "an unset port switch reads 'XXXX' instead of '': neither is digits, both give the default",
     "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_22":
         "an ARMED arm is always the session's job: only its ends (ABANDONED, MISSED) and "
         "CAPTURING clear it, so the and reads as the or",

@@ -1431,3 +1431,15 @@ def test_an_empty_world_size_does_not_cost_an_on_trace_ready_export(clean, monke
     config = TorchTraceProfileConfig(profile_format="chrome")
     dropin.make_on_trace_ready(config)(_Prof("{}"))
     assert config.exported_chrome_path == str(clean / "save_results" / "trace.json")
+
+
+def test_a_request_of_4097_characters_is_cut_after_the_4096th(remote, caplog):
+    caplog.set_level(logging.INFO, PROFILE.name)
+    dropin._SESSION.claim()
+    dropin._SESSION.release()
+    text = json.dumps({"by": "me", "pad": "x" * 4074})
+    assert len(text) == 4097
+    write_request(remote, text)
+    remote._take_request()
+    assert messages(caplog)[0] == ("[Profile] capture request from a request file (Expecting ',' delimiter: line 1 "
+                                   "column 4097 (char 4096)): armed (the next first run() of any call site captures)")

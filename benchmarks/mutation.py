@@ -121,12 +121,13 @@ FAST_TESTS: dict[str, list[str]] = {
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),
 # for a module too large to mutate whole here: its score is then the score of those functions (the README says so).
 ONLY_FUNCTIONS: dict[str, list[str]] = {
-    # the drop-in (1,860 lines, ~2,000 mutants: hours here): what runs in-process without a capture (switches,
-    # config checks, call sites, file names and moves, the export's file handling and progress line on a stand-in
-    # profiler, the output lines, the original module's names, the status file and the requests read from files);
-    # left to the end-to-end tests: the capture itself (_Capture, _capture_claimed, the runs of
-    # TorchTraceProfileContext and TorchTraceProfiler), torch's memory history, the export watch's thread and RSS
-    # samples, process-group defaults, and the watcher thread with its c10d job-arm polling
+    # the drop-in (1,870 lines, ~2,350 mutants): what runs in-process without a capture (switches, config checks,
+    # call sites, file names and moves, the export's file handling and progress line on a stand-in profiler, a
+    # capture's outputs, record and report, the output lines, the original module's names, the status file and
+    # the requests read from files); left to the end-to-end tests: the capture itself (_Capture.run,
+    # _capture_claimed, the runs of TorchTraceProfileContext and TorchTraceProfiler), torch's CUDA memory history,
+    # the export watch's thread and RSS samples, process-group defaults, and the watcher thread with its c10d
+    # job-arm polling (_watch, _poll_job, _job_store)
     "lightx2v/utils/torch_trace_profiler.py": [
         "x__env_flag", "x__find_bad_field", "x__job_plan", "x__read_plan", "x__text", "x__with_rank_suffix", "x__slug",
         "x__size", "xǁ_JobArmǁmove", "xǁ_JobArmǁdescribe", "xǁ_Sessionǁ*",
@@ -144,7 +145,10 @@ ONLY_FUNCTIONS: dict[str, list[str]] = {
         "xǁ_RemoteControlǁafter_capture", "xǁ_RemoteControlǁ_shown_state", "xǁ_RemoteControlǁ_take_request",
         "xǁ_RemoteControlǁ_write_status", "xǁ_RemoteControlǁstatus", "xǁ_RemoteControlǁ_key",
         "xǁ_RemoteControlǁ_request_job_arm", "xǁ_RemoteControlǁ_job_status", "xǁ_RemoteControlǁ_mark_exited",
-        "xǁ_RemoteControlǁ_log_failure_once", "x__multi_rank_refusal"],
+        "xǁ_RemoteControlǁ_log_failure_once", "x__multi_rank_refusal",
+        "xǁ_RemoteControlǁ__init__", "xǁ_JobArmǁ__init__", "xǁ_Captureǁ__init__", "xǁ_Captureǁ_output_root",
+        "xǁ_Captureǁ_plan_outputs", "xǁ_Captureǁ_export", "xǁ_Captureǁ_stop", "xǁ_Captureǁ_rank_tag",
+        "xǁ_Captureǁ_report_failure", "xǁ_Captureǁ_finish", "xǁ_Captureǁ_record", "xǁ_Captureǁ_report"],
     # the FLOP models: the GEMM family and the argument helpers every model reads (attention, convolution, norms,
     # softmax, scaled_mm and copies not yet: tests/test_trace_summary_flops.py checks those against torch). Not
     # _elementwise: it runs at import (building MODELS) before mutmut switches a mutant on, so none of its mutants

@@ -1443,3 +1443,165 @@ def test_a_request_of_4097_characters_is_cut_after_the_4096th(remote, caplog):
     remote._take_request()
     assert messages(caplog)[0] == ("[Profile] capture request from a request file (Expecting ',' delimiter: line 1 "
                                    "column 4097 (char 4096)): armed (the next first run() of any call site captures)")
+
+
+# ------------------------------------------------------------------- a capture's files and report, without torch
+def capture(config: TorchTraceProfileConfig | None = None, label: str = "infer") -> dropin._Capture:
+    return dropin._Capture(config or TorchTraceProfileConfig(tb_dir="tb"), label, 0, "run_dir/0")
+
+
+def test_a_capture_knows_its_rank_and_starts_with_nothing_written(clean, monkeypatch):
+    monkeypatch.setenv("RANK", "2")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    c = capture()
+    assert (c.label, c.generation, c.rendezvous, c.rank, c.world_size, c.store) == ("infer", 0, "run_dir/0", 2, 4,
+                                                                                    None)
+    assert (c.run_dir, c.log_dir, c.trace_paths, c.export_stats, c.errors, c.target_failed) == (
+        None, None, [], {}, [], False)
+    assert c._rank_tag() == " [rank 2/4]"
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert capture()._rank_tag() == ""
+
+
+def test_a_tensorboard_capture_writes_one_trace_per_rank_into_a_new_run_directory(clean, monkeypatch):
+    run_dir, log_dir, targets = capture(label="🚀 infer")._plan_outputs()
+    assert log_dir == str(clean / "tb") and os.path.dirname(run_dir) == log_dir
+    assert re.fullmatch(r"\d{8}-\d{6}_infer", os.path.basename(run_dir)) and os.path.isdir(run_dir)
+    assert targets == [os.path.join(run_dir, f"rank0_{HOST}.pt.trace.json")]
+    monkeypatch.setenv("RANK", "3")
+    monkeypatch.setenv("WORLD_SIZE", "11")
+    monkeypatch.setattr(dropin.socket, "gethostname", lambda: "🚀")
+    run_dir, _, targets = capture(TorchTraceProfileConfig(tb_dir="tb", use_gzip=True))._plan_outputs()
+    assert targets == [os.path.join(run_dir, "rank03_host.pt.trace.json.gz")]
+    monkeypatch.setattr(dropin.socket, "gethostname", lambda: "h" * 50)
+    _, _, targets = capture()._plan_outputs()
+    assert os.path.basename(targets[0]) == f"rank03_{'h' * 40}.pt.trace.json"
+
+
+def test_a_chrome_capture_writes_the_configured_file_gz_and_per_rank(clean, monkeypatch):
+    c = capture(TorchTraceProfileConfig(profile_format="chrome"))
+    assert c._output_root() == str(clean / "save_results" / "trace.json")
+    assert c._plan_outputs() == (None, None, [str(clean / "save_results" / "trace.json")])
+    assert os.path.isdir(clean / "save_results")
+    c = capture(TorchTraceProfileConfig(profile_format="chrome", chrome_path="o/t.json", use_gzip=True))
+    assert c._plan_outputs() == (None, None, [str(clean / "o" / "t.json.gz")])
+    c = capture(TorchTraceProfileConfig(profile_format="chrome", chrome_path="t.json.gz", use_gzip=True))
+    assert c._plan_outputs()[2] == [str(clean / "t.json.gz")]
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert capture(TorchTraceProfileConfig(profile_format="chrome"))._plan_outputs()[2] == [
+        str(clean / "save_results" / "trace.rank1.json")]
+    assert capture()._output_root() == str(clean / "tb")
+
+
+def test_an_export_writes_each_target_and_an_error_is_kept_not_raised(clean):
+    c = capture()
+    good, bad = str(clean / "a.json"), str(clean / "missing" / "b.json")
+    c._export(_Prof("{}"), [good, bad])
+    assert c.trace_paths == [good] and list(c.export_stats) == [good]
+    assert len(c.errors) == 1 and c.errors[0].startswith(f"could not write {bad}: FileNotFoundError(")
+    failed = capture()
+    failed.target_failed = True
+    failed._export(_Prof("{}"), [good])
+    assert failed.trace_paths == [] and failed.errors == []
+
+
+class _Stops:
+    def __init__(self, error: BaseException | None = None) -> None:
+        self.error, self.exits = error, []
+
+    def __exit__(self, *exc) -> None:
+        self.exits.append(exc)
+        if self.error is not None:
+            raise self.error
+
+
+def test_stopping_the_profiler_exits_it_and_a_failure_is_a_warning(caplog):
+    caplog.set_level(logging.INFO, PROFILE.name)
+    prof = _Stops()
+    dropin._Capture._stop(prof)
+    assert prof.exits == [(None, None, None)] and messages(caplog) == []
+    dropin._Capture._stop(_Stops(RuntimeError("kineto")))
+    assert messages(caplog) == ["[Profile] stopping torch.profiler failed: RuntimeError('kineto')"]
+    assert caplog.records[-1].levelno == logging.WARNING
+
+
+def test_a_capture_without_a_trace_is_recorded_with_why_and_leaves_no_empty_run(clean, caplog):
+    caplog.set_level(logging.INFO, PROFILE.name)
+    c = capture()
+    c.run_dir, c.log_dir, _ = c._plan_outputs()
+    c._finish(5, time.perf_counter(), None)
+    last = dropin._SESSION.last
+    assert (last.label, last.profile_format, last.trace_paths, last.run_dir, last.log_dir, last.rank,
+            last.world_size, last.calls, last.error) == (
+        "infer", "tensorboard", [], c.run_dir, str(clean / "tb"), 0, 1, 5,
+        "torch.profiler produced no trace (was the schedule cut short?)")
+    assert 0 <= last.seconds < 5 and time.time() - last.finished_at < 60 and dropin._SESSION.captures == 1
+    assert os.listdir(clean / "tb") == []
+    assert messages(caplog) == ["[Profile] infer: torch.profiler produced no trace (was the schedule cut short?). "
+                                "The session is done; call TorchTraceProfiler.reset_session() to capture again."]
+    assert caplog.records[-1].levelno == logging.ERROR
+
+
+def test_a_ranks_empty_run_directory_stays_for_the_other_ranks(clean, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    c = capture()
+    c.run_dir, c.log_dir, _ = c._plan_outputs()
+    c._record(0, time.perf_counter(), None)
+    assert os.path.isdir(c.run_dir)
+
+
+def test_a_run_directory_that_is_gone_or_not_empty_is_left_as_it_is(clean):
+    c = capture()
+    c.run_dir = str(clean / "gone")
+    c._record(0, time.perf_counter(), None)
+    c.run_dir = str(clean / "full")
+    os.mkdir(c.run_dir)
+    (clean / "full" / "x").write_text("")
+    c._record(0, time.perf_counter(), None)
+    assert os.listdir(clean / "full") == ["x"]
+
+
+def test_an_aborted_capture_is_a_warning_with_the_reason_and_the_errors_joined(clean, caplog, monkeypatch):
+    caplog.set_level(logging.INFO, PROFILE.name)
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    c = capture()
+    c._finish(1, time.perf_counter(), "the target raised ValueError('x')")
+    assert dropin._SESSION.last.error == "the target raised ValueError('x')"
+    assert messages(caplog) == ["[Profile] infer [rank 1/2]: the target raised ValueError('x'). The session is "
+                                "done; call TorchTraceProfiler.reset_session() to capture again."]
+    assert caplog.records[-1].levelno == logging.WARNING
+    c.errors = ["could not write a", "could not write b"]
+    c._report_failure("cannot create the trace directory")
+    assert dropin._SESSION.last.error == "could not write a; could not write b; cannot create the trace directory"
+    assert dropin._SESSION.last.calls == 0 and caplog.records[-1].levelno == logging.ERROR
+
+
+def test_a_written_trace_is_reported_with_its_size_cost_summary_and_hints(clean, caplog, monkeypatch):
+    caplog.set_level(logging.INFO, PROFILE.name)
+    monkeypatch.setattr(dropin, "_fixed_tensorboard_command", lambda: None)
+    TorchTraceProfiler.set_summary_handler(lambda path: ["top op: aten::mm"])
+    c = capture()
+    c.run_dir, c.log_dir, targets = c._plan_outputs()
+    Path(targets[0]).write_text("x" * 1500)
+    c.trace_paths = list(targets)
+    c.export_stats[targets[0]] = dropin._ExportStats(2.0)
+    c._finish(5, time.perf_counter(), None)
+    lines = messages(caplog)
+    assert lines[:2] == [f"[Profile] infer: wrote {targets[0]} (1.5 KB; exported in 2.0 s)",
+                         "[Profile]   top op: aten::mm"]
+    assert lines[2].splitlines()[:2] == ["[Profile] infer: trace ready (5 calls, 0.00 s)",
+                                         f"  run directory: {c.run_dir}"]
+    assert len(lines) == 3 and os.path.isdir(c.run_dir)
+
+
+def test_a_trace_written_without_its_cost_and_on_another_rank_gives_no_hints(clean, caplog, monkeypatch):
+    caplog.set_level(logging.INFO, PROFILE.name)
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    TorchTraceProfiler.set_summary_handler(None)
+    c = capture()
+    c.trace_paths = [str(clean / "t.json")]
+    c._finish(5, time.perf_counter(), None)
+    assert messages(caplog) == [f"[Profile] infer [rank 1/2]: wrote {clean}/t.json (size unknown)"]

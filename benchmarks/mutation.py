@@ -193,6 +193,9 @@ _GZIP_NAME = "gzip.GzipFile drops a .gz ending from the name it writes in the he
 _CHUNK = "the size of the pieces copied through gzip: the same bytes written, in other pieces"
 _NOT_JSON = ("every value in the status is JSON already (str, int, float, None, lists, dicts): default=str is "
              "never called")
+_SET_BY_START = ("start_once sets it before it sets status_path, and nothing reads it before then (the status file "
+                 "is written and the watcher started only with a status_path)")
+_TRUTH_ONLY = "only ever tested for truth (if / if not): None reads as False does"
 _NONZERO = "inside `if delta` (or after `not delta` returned): the delta is never 0, so >= 0 and > 0 agree"
 _SEVEN_ROWS = "the figures table always has its seven rows: the sentence for an empty one is never shown"
 _UNSIGNED = ("an array of indices typed 'L' (unsigned) instead of 'l': indices are never negative, so it holds "
@@ -389,6 +392,19 @@ EQUIVALENT: dict[str, str] = {
         _CHUNK,
     "lightx2v.utils.torch_trace_profiler.x__hint_port__mutmut_6":
         "an unset port switch reads 'XXXX' instead of '': neither is digits, both give the default",
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ__init____mutmut_2": _TRUTH_ONLY,
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ__init____mutmut_17": _TRUTH_ONLY,
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ__init____mutmut_5": _SET_BY_START,
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ__init____mutmut_7": _SET_BY_START,
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ__init____mutmut_15": _SET_BY_START,
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ__init____mutmut_9":
+        "armed_at is shown only when armed_generation is the session's, and the note that sets that sets it too",
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ__init____mutmut_10":
+        "as xǁ_RemoteControlǁ__init____mutmut_9, for armed_by",
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ__init____mutmut_16":
+        "written_state is only compared with _shown_state()'s tuple: '' and None both differ from it",
+    "lightx2v.utils.torch_trace_profiler.xǁ_JobArmǁ__init____mutmut_9":
+        "an arm's generation is only compared with a session generation (an int): '' and None both differ",
     "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_22":
         "an ARMED arm is always the session's job: only its ends (ABANDONED, MISSED) and "
         "CAPTURING clear it, so the and reads as the or",

@@ -1581,7 +1581,7 @@ def test_an_aborted_capture_is_a_warning_with_the_reason_and_the_errors_joined(c
 def test_a_written_trace_is_reported_with_its_size_cost_summary_and_hints(clean, caplog, monkeypatch):
     caplog.set_level(logging.INFO, PROFILE.name)
     monkeypatch.setattr(dropin, "_fixed_tensorboard_command", lambda: None)
-    TorchTraceProfiler.set_summary_handler(lambda path: ["top op: aten::mm"])
+    TorchTraceProfiler.set_summary_handler(lambda path: [f"top op of {os.path.basename(path)}: aten::mm"])
     c = capture()
     c.run_dir, c.log_dir, targets = c._plan_outputs()
     Path(targets[0]).write_text("x" * 1500)
@@ -1590,10 +1590,10 @@ def test_a_written_trace_is_reported_with_its_size_cost_summary_and_hints(clean,
     c._finish(5, time.perf_counter(), None)
     lines = messages(caplog)
     assert lines[:2] == [f"[Profile] infer: wrote {targets[0]} (1.5 KB; exported in 2.0 s)",
-                         "[Profile]   top op: aten::mm"]
+                         f"[Profile]   top op of rank0_{HOST}.pt.trace.json: aten::mm"]
     assert lines[2].splitlines()[:2] == ["[Profile] infer: trace ready (5 calls, 0.00 s)",
                                          f"  run directory: {c.run_dir}"]
-    assert len(lines) == 3 and os.path.isdir(c.run_dir)
+    assert len(lines) == 3 and os.path.isdir(c.run_dir) and dropin._SESSION.last.error is None
 
 
 def test_a_trace_written_without_its_cost_and_on_another_rank_gives_no_hints(clean, caplog, monkeypatch):
@@ -1605,3 +1605,38 @@ def test_a_trace_written_without_its_cost_and_on_another_rank_gives_no_hints(cle
     c.trace_paths = [str(clean / "t.json")]
     c._finish(5, time.perf_counter(), None)
     assert messages(caplog) == [f"[Profile] infer [rank 1/2]: wrote {clean}/t.json (size unknown)"]
+
+
+def test_a_jobs_capture_writes_into_the_run_directory_its_ranks_agreed_on(clean, monkeypatch):
+    import torch.distributed as dist
+
+    store = dist.HashStore()
+    store.set("lightx2v/torch_trace_profiler/job_arm/4/run_dir", "20990101-000000_agreed")
+    # torch.distributed's identity of rank 1 of a two-rank job (no process group can be made in one process)
+    monkeypatch.setattr(dropin, "_distributed_identity", lambda: (1, 2, store))
+    c = dropin._Capture(TorchTraceProfileConfig(tb_dir="tb"), "infer", 3, "job_arm/4/run_dir")
+    run_dir, _, targets = c._plan_outputs()
+    assert run_dir == str(clean / "tb" / "20990101-000000_agreed")
+    assert targets == [os.path.join(run_dir, f"rank1_{HOST}.pt.trace.json")]
+
+
+def test_a_gzip_capture_exports_compressed_traces(clean):
+    c = capture(TorchTraceProfileConfig(tb_dir="tb", use_gzip=True))
+    c._export(_Prof("{}"), [str(clean / "t.json.gz")])
+    assert gzip.decompress((clean / "t.json.gz").read_bytes()) == b"{}"
+
+
+def test_a_watchers_first_status_has_no_request_and_a_refusal_counts_no_captures_before(remote, monkeypatch):
+    assert dropin._RemoteControl().status()["last_request"] is None
+    monkeypatch.setenv(dropin.ENV_ENABLE, "0")
+    write_request(remote, json.dumps({"by": "me"}))
+    remote._take_request()
+    assert read_status(remote)["last_request"]["captures_before"] == 0
+
+
+def test_a_new_job_arm_describes_itself_waiting_without_a_call_count_or_target():
+    site = dropin._Site(TorchTraceProfileConfig())
+    site.calls = 4
+    assert dropin._JobArm(2, {"id": "q", "by": "me"}, site, "step").describe() == {
+        "number": 2, "request_id": "q", "by": "me", "site": "step", "index": None, "target": None, "calls": 4,
+        "state": "waiting", "reason": None, "ahead": 3}

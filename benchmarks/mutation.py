@@ -79,7 +79,8 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/attribution.py": _ANALYSIS,
     "lightx2v/trace_summary/kernels.py": _ANALYSIS,
     "lightx2v/capture/jobs.py": _CAPTURE,
-    "lightx2v/utils/torch_trace_profiler.py": ["tests/test_dropin_rules.py", "tests/test_profiler_switches.py",
+    "lightx2v/utils/torch_trace_profiler.py": ["tests/test_dropin_rules.py", "tests/test_dropin_more_rules.py",
+                                               "tests/test_profiler_switches.py",
                                                "tests/test_capture_states.py", "tests/test_capture_rules.py", "-k",
                                                "not typo_in_the_profiling_switch"],
     "lightx2v/capture/control.py": _CAPTURE,
@@ -137,11 +138,34 @@ FAST_TESTS: dict[str, list[str]] = {
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),
 # for a module too large to mutate whole here: its score is then the score of those functions (the README says so).
 ONLY_FUNCTIONS: dict[str, list[str]] = {
-    # the drop-in (1,700 lines, ~2,000 mutants: hours here): its rules that run without a capture; the capture
-    # itself (torch.profiler, export, the watcher thread, c10d) is left to the end-to-end tests
+    # the drop-in (1,870 lines, ~2,350 mutants): what runs in-process without a capture (switches, config checks,
+    # call sites, file names and moves, the export's file handling and progress line on a stand-in profiler, a
+    # capture's outputs, record and report, the output lines, the original module's names, the status file and
+    # the requests read from files); left to the end-to-end tests: the capture itself (_Capture.run,
+    # _capture_claimed, the runs of TorchTraceProfileContext and TorchTraceProfiler), torch's CUDA memory history,
+    # the export watch's thread and RSS samples, process-group defaults, and the watcher thread with its c10d
+    # job-arm polling (_watch, _poll_job, _job_store)
     "lightx2v/utils/torch_trace_profiler.py": [
         "x__env_flag", "x__find_bad_field", "x__job_plan", "x__read_plan", "x__text", "x__with_rank_suffix", "x__slug",
-        "x__size", "xǁ_JobArmǁmove", "xǁ_JobArmǁdescribe", "xǁ_Sessionǁ*"],
+        "x__size", "xǁ_JobArmǁmove", "xǁ_JobArmǁdescribe", "xǁ_Sessionǁ*",
+        "xǁTorchTraceProfileConfigǁ*", "x_resolve_log_dir", "xǁTorchTraceProfilerǁ__init__",
+        "xǁTorchTraceProfilerǁreset_session", "xǁTorchTraceProfilerǁsession_done", "xǁTorchTraceProfilerǁlast_capture",
+        "xǁTorchTraceProfilerǁcapture_status", "xǁTorchTraceProfilerǁset_summary_handler", "xǁTorchTraceProfilerǁran",
+        "xǁTorchTraceProfilerǁtry_claim", "xǁTorchTraceProfileContextǁ__init__", "xǁTorchTraceProfileContextǁconfig",
+        "xǁ_Siteǁ*", "x__new_site", "x__qualified_name", "x__memory_snapshot_on", "x__snapshot_path",
+        "x_write_memory_snapshot", "x__distributed_identity", "x__env_int", "x__shared_run_dir", "x__make_unique_dir",
+        "x__process_start_time", "x__replaced_atomically", "x__remove_if_there", "xǁ_ExportStatsǁdescribe",
+        "xǁ_ExportWatchǁ_report", "xǁ_Countedǁ*", "x__export_atomically", "x__format_bytes", "x__log",
+        "x__viewing_hints", "x__fixed_tensorboard_command", "x__module_available", "x__hint_port",
+        "x__discovery_entries", "x_trace_browser_url", "x__summary_handler", "x__capture_summary_lines",
+        "x_make_on_trace_ready", "x_log_profile_start", "x_log_profile_done", "xǁ_RemoteControlǁstart_once",
+        "xǁ_RemoteControlǁafter_capture", "xǁ_RemoteControlǁ_shown_state", "xǁ_RemoteControlǁ_take_request",
+        "xǁ_RemoteControlǁ_write_status", "xǁ_RemoteControlǁstatus", "xǁ_RemoteControlǁ_key",
+        "xǁ_RemoteControlǁ_request_job_arm", "xǁ_RemoteControlǁ_job_status", "xǁ_RemoteControlǁ_mark_exited",
+        "xǁ_RemoteControlǁ_log_failure_once", "x__multi_rank_refusal",
+        "xǁ_RemoteControlǁ__init__", "xǁ_JobArmǁ__init__", "xǁ_Captureǁ__init__", "xǁ_Captureǁ_output_root",
+        "xǁ_Captureǁ_plan_outputs", "xǁ_Captureǁ_export", "xǁ_Captureǁ_stop", "xǁ_Captureǁ_rank_tag",
+        "xǁ_Captureǁ_report_failure", "xǁ_Captureǁ_finish", "xǁ_Captureǁ_record", "xǁ_Captureǁ_report"],
     # the server: its request handling (the handler fed requests from memory), the discovery file and the root
     # check; not serve() (it blocks in serve_forever and sets the SIGTERM handler: left to the child-process tests)
     "lightx2v/trace_browser/server.py": [
@@ -171,6 +195,16 @@ _IN_ORDER = ("the ops' External ids were just found ascending: checking again, o
              "positions 0, 1, 2, ...), gives the same index")
 _CACHE = "a cache of keys built once: missing it builds the same key again"
 _TAG_CASE = "HTML tag and attribute names are case-insensitive: </SECTION>, <BR>, <H3>, SELECTED are the same"
+_DONE_FIRST = ("log_profile_done replaces the hints' first line, the only one showing the fallback result's label, "
+               "format, rank, world size, calls and seconds (the other lines read the config and the folders)")
+_FOLDER_ONLY = "only the fallback trace path's folder is read (where a trace browser is looked for), not its file name"
+_GZIP_NAME = "gzip.GzipFile drops a .gz ending from the name it writes in the header itself"
+_CHUNK = "the size of the pieces copied through gzip: the same bytes written, in other pieces"
+_NOT_JSON = ("every value in the status is JSON already (str, int, float, None, lists, dicts): default=str is "
+             "never called")
+_SET_BY_START = ("start_once sets it before it sets status_path, and nothing reads it before then (the status file "
+                 "is written and the watcher started only with a status_path)")
+_TRUTH_ONLY = "only ever tested for truth (if / if not): None reads as False does"
 _NONZERO = "inside `if delta` (or after `not delta` returned): the delta is never 0, so >= 0 and > 0 agree"
 _SEVEN_ROWS = "the figures table always has its seven rows: the sentence for an empty one is never shown"
 _UNSIGNED = ("an array of indices typed 'L' (unsigned) instead of 'l': indices are never negative, so it holds "
@@ -321,6 +355,90 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_47": _CHANGES,
     "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_48": _CHANGES,
     "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_4": _PLANNED,
+    # the drop-in's in-process functions (widened ONLY_FUNCTIONS)
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_20":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_21":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_22":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_23":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_24":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_25":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_26":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_28":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_29":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_33":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_35":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_46":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_47":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_56":
+        _DONE_FIRST,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_54":
+        _FOLDER_ONLY,
+    "lightx2v.utils.torch_trace_profiler.x_log_profile_done__mutmut_55":
+        _FOLDER_ONLY,
+    "lightx2v.utils.torch_trace_profiler.x__new_site__mutmut_12":
+        _STRICT,
+    "lightx2v.utils.torch_trace_profiler.x__new_site__mutmut_15":
+        _STRICT,
+    "lightx2v.utils.torch_trace_profiler.x__new_site__mutmut_16":
+        _STRICT,
+    "lightx2v.utils.torch_trace_profiler.x__summary_handler__mutmut_4":
+        "this file sits two levels below its package (lightx2v.utils): partition and "
+        "rpartition of 'lightx2v.utils' both give 'lightx2v'",
+    "lightx2v.utils.torch_trace_profiler.x_trace_browser_url__mutmut_21":
+        "returning at the root folder instead of breaking out of the loop returns the same None",
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ_take_request__mutmut_21":
+        "a request file that is no JSON object has no id either way: request.get('id') is None",
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ_take_request__mutmut_22":
+        "as xǁ_RemoteControlǁ_take_request__mutmut_21",
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ_write_status__mutmut_37":
+        _NOT_JSON,
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ_write_status__mutmut_40":
+        _NOT_JSON,
+    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_15":
+        "growing is only tested for truth: '' and None both mean no partial file to measure",
+    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_30":
+        _GZIP_NAME,
+    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_36":
+        _GZIP_NAME,
+    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_37":
+        _GZIP_NAME,
+    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_52":
+        "GzipFile over a file object opened 'wb' takes its mode from it: None is 'wb'",
+    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_63":
+        _CHUNK,
+    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_66":
+        _CHUNK,
+    "lightx2v.utils.torch_trace_profiler.x__hint_port__mutmut_6":
+        "an unset port switch reads 'XXXX' instead of '': neither is digits, both give the default",
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ__init____mutmut_2": _TRUTH_ONLY,
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ__init____mutmut_17": _TRUTH_ONLY,
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ__init____mutmut_5": _SET_BY_START,
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ__init____mutmut_7": _SET_BY_START,
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ__init____mutmut_15": _SET_BY_START,
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ__init____mutmut_9":
+        "armed_at is shown only when armed_generation is the session's, and the note that sets that sets it too",
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ__init____mutmut_10":
+        "as xǁ_RemoteControlǁ__init____mutmut_9, for armed_by",
+    "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ__init____mutmut_16":
+        "written_state is only compared with _shown_state()'s tuple: '' and None both differ from it",
+    "lightx2v.utils.torch_trace_profiler.xǁ_JobArmǁ__init____mutmut_9":
+        "an arm's generation is only compared with a session generation (an int): '' and None both differ",
+    "lightx2v.utils.torch_trace_profiler.xǁ_Sessionǁjob_turn__mutmut_22":
+        "an ARMED arm is always the session's job: only its ends (ABANDONED, MISSED) and "
+        "CAPTURING clear it, so the and reads as the or",
     # intervals.py
     "lightx2v.trace_summary.intervals.x_merge__mutmut_5": "setting the end to the value it already has changes nothing",
     "lightx2v.trace_summary.intervals.x_clip__mutmut_4": _EARLIER_START,

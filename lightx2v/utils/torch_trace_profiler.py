@@ -881,7 +881,16 @@ def _distributed_identity() -> tuple[int, int, Any]:
             return dist.get_rank(), dist.get_world_size(), store
     except ImportError:
         pass
-    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1")), None
+    return _env_int("RANK", 0), _env_int("WORLD_SIZE", 1), None
+
+
+def _env_int(name: str, default: int) -> int:
+    """A launcher's integer from the environment; unset, empty or not a number (``WORLD_SIZE=``): ``default``.
+    Never raises: it is read on the caller's path (a capture's start, capture_status(), an on_trace_ready export)."""
+    try:
+        return int(os.environ.get(name) or default)
+    except ValueError:
+        return default
 
 
 _unpin_skip_logged = False

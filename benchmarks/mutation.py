@@ -755,7 +755,7 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_browser.roofline.x_roofline_chart__mutmut_40":
         "without a peak there are no roofs to divide; with one, each roof divides by its bandwidth further on anyway",
     # trace_summary/render.py
-    "lightx2v.trace_summary.render.x_render_run__mutmut_93": _WHOLE_PERCENT,
+    "lightx2v.trace_summary.render.x_render_run__mutmut_103": _WHOLE_PERCENT,
     "lightx2v.trace_summary.render.x__idle_line__mutmut_5": _WHOLE_PERCENT,
     "lightx2v.trace_summary.render.x__idle_line__mutmut_8": _WHOLE_PERCENT,
     # trace_summary/analyze.py

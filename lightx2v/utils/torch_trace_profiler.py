@@ -1852,10 +1852,7 @@ class _RemoteControl:
 def _multi_rank_refusal() -> Optional[str]:
     """Why this process must not be armed from outside, or None. A job's rank is armed through the job's c10d
     store; without one (torchrun without init_process_group) the ranks have no way to agree on a call."""
-    try:
-        world_size = int(os.environ.get("WORLD_SIZE") or 1)
-    except ValueError:
-        world_size = 1
+    world_size = _env_int("WORLD_SIZE", 1)
     store = None
     if "torch" in sys.modules:
         _, size, store = _distributed_identity()

@@ -314,15 +314,21 @@ def test_a_unique_directory_takes_the_next_free_number_up_to_999(tmp_path):
     assert not (tmp_path / "run_1000").exists() and not (tmp_path / "run_1").exists()
 
 
-def test_a_process_start_time_is_when_it_started_and_none_for_no_process():
+def start_time_read(argv: list[str]) -> tuple[float, float | None, float]:
+    """The clock before a child starts, _process_start_time of the running child, the clock after the read."""
     before = time.time()
-    child = subprocess.Popen(["sleep", "3"])
+    child = subprocess.Popen(argv)
     try:
         started = dropin._process_start_time(child.pid)
     finally:
         child.kill()
         child.wait()
-    assert started is not None and before - 1.5 <= started <= time.time() + 1.5
+    return before, started, time.time()
+
+
+def test_a_process_start_time_is_when_it_started_and_none_for_no_process():
+    before, started, after = start_time_read(["sleep", "3"])
+    assert started is not None and before - 1.5 <= started <= after + 1.5
     assert dropin._process_start_time(2 ** 22 + 1) is None
 
 
@@ -1184,14 +1190,8 @@ def test_a_rank_on_the_node_of_the_first_adopts_its_existing_folder(tmp_path):
 def test_a_process_named_with_parentheses_still_reads_its_start_time(tmp_path):
     odd = tmp_path / "x) 1 2 3 4 5"
     odd.symlink_to("/bin/sleep")
-    before = time.time()
-    child = subprocess.Popen([str(odd), "3"])
-    try:
-        started = dropin._process_start_time(child.pid)
-    finally:
-        child.kill()
-        child.wait()
-    assert started is not None and before - 1.5 <= started <= time.time() + 1.5
+    before, started, after = start_time_read([str(odd), "3"])
+    assert started is not None and before - 1.5 <= started <= after + 1.5
 
 
 def test_a_browser_that_does_not_answer_costs_the_hints_under_a_second(tmp_path):

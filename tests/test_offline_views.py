@@ -180,9 +180,16 @@ def choose_view(driver, name: str) -> None:
             element.click()  # a replaced element raises StaleElementReferenceException: wait_until looks again
         return bool(element)
 
-    wait_until(lambda: click(views_select), 60, what="the Views selector")
-    wait_until(lambda: click(lambda: next((o for o in driver.find_elements(By.CSS_SELECTOR, "[role=option]")
-                                           if o.text == name), None)), 30, what=f"the {name} option")
+    def chosen() -> bool:  # the selector shows the view it holds: a click a re-render swallowed is made again
+        select = views_select()
+        if select and select.text.strip() == name:
+            return True
+        wait_until(lambda: click(views_select), 60, what="the Views selector")
+        wait_until(lambda: click(lambda: next((o for o in driver.find_elements(By.CSS_SELECTOR, "[role=option]")
+                                               if o.text == name), None)), 30, what=f"the {name} option")
+        return False
+
+    wait_until(chosen, 120, interval=1.0, what=f"the {name} view chosen")
 
 
 def test_tensorboard_trace_view_renders_offline(driver, tensorboard, shots):

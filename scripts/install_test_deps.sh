@@ -2,9 +2,10 @@
 # Installs what the test suite drives for real: the project with its serving stack and test tools (pip), the
 # offline views' browser files (npm, by package name), and headless Chromium plus a Docker engine with
 # debootstrap, and rsync (the multi-node gather command; Debian/Ubuntu packages, needs root).
-# Idempotent; safe to re-run. Torch itself is not installed here: bring your own build (CPU or CUDA). The
-# Docker tests make their stand-in base with a wheel of that same torch version, which they fetch themselves
-# with `pip download` through this machine's pip configuration (tests/docker_tests/engine.py).
+# The Python packages' versions are pinned in scripts/test-constraints.txt. Idempotent; safe to re-run. Torch
+# itself is not installed here: bring your own build (CPU or CUDA). The Docker tests make their stand-in base with
+# a wheel of that same torch version, which they fetch themselves with `pip download` through this machine's pip
+# configuration (tests/docker_tests/engine.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +24,8 @@ if ((${#missing[@]})); then
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-python3 -m pip install -q -e '.[serve,test]'
+# exact versions from scripts/test-constraints.txt: a new release of a test tool cannot change what CI runs until
+# scripts/refresh_test_constraints.sh writes it there and the suite passes with it
+python3 -m pip install -q -c scripts/test-constraints.txt -e '.[serve,test]'
 # the offline views' browser files (npm package, pinned, verified; never committed): see lightx2v/assets
 python3 -m lightx2v.assets install

@@ -32,6 +32,8 @@ from lightx2v.utils.torch_trace_profiler import (
     TorchTraceProfiler,
 )
 
+from conftest import subprocess_env
+
 HOST = re.sub(r"[^A-Za-z0-9._-]+", "_", socket.gethostname()).strip("._-")[:40] or "host"
 PROFILE = logging.getLogger("lightx2v.utils.torch_trace_profiler")
 
@@ -517,39 +519,44 @@ def test_with_logging_configured_a_message_goes_through_it_once(caplog, capsys):
     assert capsys.readouterr().err == ""
 
 
-@pytest.fixture
-def unconfigured(monkeypatch):
-    """Logging as in a plain script: no handler on the profiler's logger nor above it, its level unset."""
-    monkeypatch.setattr(PROFILE, "propagate", False)
-    monkeypatch.setattr(PROFILE, "handlers", [])
-    monkeypatch.setattr(PROFILE, "level", logging.NOTSET)
-    PROFILE.manager._clear_cache()
-    yield
-    PROFILE.manager._clear_cache()
+def _log_in_a_plain_script(body: str) -> subprocess.CompletedProcess:
+    """Run `body` in a fresh interpreter where logging is as a plain script has it: pytest's log capture (which,
+    from pytest 9.1 on, also attaches to loggers that do not propagate) cannot stand in for "nothing configured"."""
+    script = ("import logging\nfrom lightx2v.utils import torch_trace_profiler as dropin\n"
+              f"PROFILE = logging.getLogger({PROFILE.name!r})\n{body}")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env=subprocess_env())
+    assert proc.returncode == 0, proc.stderr
+    return proc
 
 
-def test_with_nothing_configured_info_lines_go_to_stderr_and_debug_ones_do_not(unconfigured, capsys):
-    dropin._log(logging.INFO, "[Profile] a")
-    dropin._log(logging.DEBUG, "[Profile] b")
-    assert capsys.readouterr().err == "[Profile] a\n"
-    assert PROFILE.level == logging.INFO
+def test_with_nothing_configured_info_lines_go_to_stderr_and_debug_ones_do_not():
+    proc = _log_in_a_plain_script(
+        "dropin._log(logging.INFO, '[Profile] a')\n"
+        "dropin._log(logging.DEBUG, '[Profile] b')\n"
+        "print(logging.getLevelName(PROFILE.level))\n")
+    assert proc.stderr == "[Profile] a\n" and proc.stdout == "INFO\n"
 
 
-def test_with_nothing_configured_a_level_set_on_the_logger_is_kept(unconfigured, monkeypatch, capsys):
-    monkeypatch.setattr(PROFILE, "level", logging.ERROR)
-    dropin._log(logging.WARNING, "[Profile] w")
-    assert capsys.readouterr().err == "" and PROFILE.level == logging.ERROR
+def test_with_nothing_configured_a_level_set_on_the_logger_is_kept():
+    proc = _log_in_a_plain_script(
+        "PROFILE.setLevel(logging.ERROR)\n"
+        "dropin._log(logging.WARNING, '[Profile] w')\n"
+        "dropin._log(logging.ERROR, '[Profile] e')\n"
+        "print(logging.getLevelName(PROFILE.level))\n")
+    assert proc.stderr == "[Profile] e\n" and proc.stdout == "ERROR\n"
 
 
-@pytest.mark.parametrize("stderr", [None, "closed"])
-def test_without_a_usable_stderr_a_message_is_dropped_not_raised(unconfigured, monkeypatch, stderr):
-    if stderr == "closed":
-        import io
-
-        stderr = io.StringIO()
-        stderr.close()
-    monkeypatch.setattr(sys, "stderr", stderr)
-    dropin._log(logging.WARNING, "[Profile] lost")
+@pytest.mark.parametrize("stderr", ["None", "closed"])
+def test_without_a_usable_stderr_a_message_is_dropped_not_raised(stderr):
+    proc = _log_in_a_plain_script(
+        "import io, sys\n"
+        "out = sys.stderr\n"
+        f"sys.stderr = {stderr if stderr == 'None' else 'io.StringIO()'}\n"
+        "if sys.stderr is not None: sys.stderr.close()\n"
+        "dropin._log(logging.WARNING, '[Profile] lost')\n"
+        "print('returned')\n")
+    assert proc.stdout == "returned\n" and proc.stderr == ""
 
 
 @pytest.mark.parametrize("value,port", [("7007", 7007), (" 7007 ", 7007), ("1", 1), ("65535", 65535), ("0", 16006),

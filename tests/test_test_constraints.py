@@ -5,8 +5,8 @@ once, at a version pyproject.toml accepts."""
 from __future__ import annotations
 
 import re
-import tomllib
 
+import tomllib
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version

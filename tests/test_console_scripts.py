@@ -1,0 +1,43 @@
+"""The commands the README names outside Docker exist once the project is installed (`pip install -e .`), under
+the names the image gives them, and each answers --help."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+import tomllib
+
+from conftest import REPO_ROOT, missing_tool, subprocess_env
+
+SCRIPTS = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+IMAGE_ONLY = {"lightx2v-stack-python", "lightx2v-supervisorctl"}  # the image's interpreter and its supervisord
+OUTSIDE_DOCKER_ONLY = {"lightx2v-serve"}  # the stack without Docker; the image's entrypoint does this itself
+
+
+def image_commands() -> set[str]:
+    return set(re.findall(r"^\s+(lightx2v-[a-z-]+)\)", (REPO_ROOT / "docker" / "stack-command").read_text(), re.M))
+
+
+def test_the_installed_commands_are_the_images_under_the_same_names():
+    assert set(SCRIPTS) - OUTSIDE_DOCKER_ONLY == image_commands() - IMAGE_ONLY
+
+
+def test_every_command_the_readme_names_outside_docker_is_installed_or_image_only():
+    named = set(re.findall(r"\blightx2v-(?:install-profiler|tensorboard|trace-browser|trace-summary|capture|assets|"
+                           r"serve|demo|stack-python|supervisorctl)\b", (REPO_ROOT / "README.md").read_text()))
+    assert named <= set(SCRIPTS) | IMAGE_ONLY
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_each_installed_command_answers_help(name):
+    path = shutil.which(name)
+    if path is None:
+        missing_tool(f"`{name}` is not on PATH: install the project (`pip install -e .`, scripts/install_test_deps.sh)")
+    result = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=180, cwd=REPO_ROOT,
+                            env=subprocess_env())
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "usage:" in result.stdout and "Traceback" not in result.stderr

@@ -7,13 +7,28 @@ project's module.
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+
+import pytest
 
 from lightx2v.profiler_notice import add_banner, find_original_traces, notice_text, watch_in_background
 
 from conftest import REPO_ROOT
 
 FIXED = REPO_ROOT / "lightx2v" / "utils" / "torch_trace_profiler.py"
+
+
+def path_without_install_command() -> str:
+    """PATH as on a machine where the project is not installed (no console script lightx2v-install-profiler)."""
+    return os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
+                           if not shutil.which("lightx2v-install-profiler", path=d))
+
+
+@pytest.fixture
+def not_installed(monkeypatch):
+    monkeypatch.setenv("PATH", path_without_install_command())
 
 
 def handler_capture(logdir, steps: int = 2) -> None:
@@ -36,7 +51,7 @@ def checkout(root):
     return root
 
 
-def test_traces_straight_in_the_logdir_are_the_original_module(tmp_path):
+def test_traces_straight_in_the_logdir_are_the_original_module(tmp_path, not_installed):
     logdir = checkout(tmp_path / "LightX2V") / "save_results" / "torch_profile"
     handler_capture(logdir)
     finding = find_original_traces(str(logdir))
@@ -44,8 +59,21 @@ def test_traces_straight_in_the_logdir_are_the_original_module(tmp_path):
     text = notice_text(finding)
     assert "LightX2V's original profiler module" in text and str(logdir) in text
     assert "keeps the replaced file as lightx2v/utils/torch_trace_profiler.py.orig and prints the undo" in text
-    # not in the image, so no lightx2v-install-profiler on PATH: the exact cp of this project's module
+    # neither in the image nor installed, so no lightx2v-install-profiler on PATH: the exact cp of this module
     assert text.splitlines()[-1].strip() == f"cp {FIXED} {tmp_path / 'LightX2V'}/lightx2v/utils/torch_trace_profiler.py"
+
+
+def test_with_the_install_command_on_path_the_fix_is_that_command(tmp_path, monkeypatch):
+    """In the image, or where the project is installed (its console script), the one command to paste."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "lightx2v-install-profiler").write_text("#!/bin/sh\n")
+    (bin_dir / "lightx2v-install-profiler").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    logdir = checkout(tmp_path / "LightX2V") / "save_results" / "torch_profile"
+    handler_capture(logdir)
+    text = notice_text(find_original_traces(str(logdir)))
+    assert text.splitlines()[-1].strip() == f"lightx2v-install-profiler {tmp_path / 'LightX2V'}"
 
 
 def test_many_captures_of_one_process_in_one_folder(tmp_path):
@@ -68,7 +96,7 @@ def test_the_fixed_layout_and_hidden_files_say_nothing(tmp_path, fresh_profiler_
     assert find_original_traces(str(tmp_path / "missing")) is None
 
 
-def test_banner_goes_at_the_top_of_the_page_only_when_needed(tmp_path, monkeypatch):
+def test_banner_goes_at_the_top_of_the_page_only_when_needed(tmp_path, monkeypatch, not_installed):
     monkeypatch.delenv("LIGHTX2V_TORCH_PROFILE_DIR", raising=False)
     page = "<html><body>\n<h1>Traces</h1></body></html>"
     assert add_banner(page, str(tmp_path)) == page
@@ -103,7 +131,7 @@ def test_serve_checkout_gives_the_exact_cp_on_the_page_even_with_the_logdir_else
     assert told["LIGHTX2V_CHECKOUT"] == str(root)
     port = free_port()
     server = Server([sys.executable, "-m", "lightx2v.trace_browser", "--root", told["LIGHTX2V_RESULTS_DIR"],
-                     "--port", str(port)], LIGHTX2V_BIND_HOST="", **told)
+                     "--port", str(port)], LIGHTX2V_BIND_HOST="", PATH=path_without_install_command(), **told)
     try:
         wait_until(lambda: http_get(f"http://127.0.0.1:{port}/api/traces")[0] == 200, 30, what="the browser")
         page = http_get(f"http://127.0.0.1:{port}/")[2].decode()

@@ -15,8 +15,6 @@ the fastest runs.
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -25,46 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from bench_trace_summary import measure
 
+from helpers.replica import replicate
 from helpers.shaped_h200 import shaped_h200
 
 GOAL = 1.15
-ID_SHIFT = 10**7
-
-
-def replicate(src: Path, out: Path, size_mb: float, metadata_once: bool = False) -> int:
-    """Write ``out`` (plain JSON) of at least ``size_mb`` MB from copies of ``src``'s events; returns the copies.
-    ``metadata_once``: metadata events (``"ph": "M"``) in the first copy only, as kineto writes them once."""
-    with gzip.open(src, "rt", encoding="utf-8") as f:
-        doc = json.load(f)
-    events = doc.pop("traceEvents")
-    timed = [e for e in events if "ts" in e]
-    lo = min(e["ts"] for e in timed)
-    span = max(e["ts"] + e.get("dur", 0) for e in timed) - lo + 500.0
-    copies = 0
-    with open(out, "w", encoding="utf-8") as f:
-        f.write(json.dumps(doc)[:-1] + ', "traceEvents": [\n')
-        first = True
-        while f.tell() < size_mb * 1e6:
-            for ev in timed:
-                if metadata_once and copies and ev.get("ph") == "M":
-                    continue
-                e = dict(ev)
-                e["ts"] = ev["ts"] + copies * span
-                if e.get("name") == "ProfilerStep#4":
-                    e["name"] = f"ProfilerStep#{4 + copies}"
-                args = ev.get("args")
-                if isinstance(args, dict):
-                    e["args"] = a = dict(args)
-                    for key in ("correlation", "External id"):
-                        if isinstance(a.get(key), int):
-                            a[key] += copies * ID_SHIFT
-                if isinstance(e.get("id"), int):  # a flow arrow (no args): its id is the correlation id
-                    e["id"] += copies * ID_SHIFT
-                f.write(("" if first else ",\n") + json.dumps(e))
-                first = False
-            copies += 1
-        f.write("\n]}\n")
-    return copies
 
 
 def with_and_without(code: str, trace: Path, work: Path, repeat: int) -> dict[str, list[dict]]:

@@ -130,6 +130,19 @@ def test_the_steps_tflops_and_mfu_count_the_matrix_flops_over_the_steps_wall_tim
     assert e.mfu_pct == 2.0  # 20 us needed at the bf16 peak, of 1000
 
 
+def test_a_gpu_bound_steps_tflops_and_mfu_are_over_its_wall_not_its_shorter_cpu_window():
+    """The CPU step ends at 1000 while its GEMM runs on the GPU until 2500: the step takes 2500 us, so its 2e9
+    matrix FLOPs ran at 0.8 TFLOP/s and its MFU is 20 us of 2500 (over the CPU window: 2 TFLOP/s, 2%)."""
+    t = Trace()
+    t.op("aten::addmm", 20, 80, ADDMM)
+    t.kernel("gemm_kernel", 30, 200, 2300)
+    e = t.efficiency()
+    assert e.steps == 1 and e.step_wall_us == 2500.0
+    assert by_op(e)["aten::addmm"].time_us == 2300.0
+    assert e.step_tflops_per_s == pytest.approx(0.8)
+    assert e.mfu_pct == pytest.approx(0.8)
+
+
 def test_a_class_sums_its_ops_and_classes_and_ops_come_most_headroom_first():
     e = gemm_and_gelu().efficiency()
     assert [r.op_class for r in e.classes] == ["GEMM", "activation"]

@@ -108,3 +108,62 @@ def test_indices_count_as_in_order_when_starts_never_go_back_and_equal_starts_ne
     assert _ordered([0, 4], ts, dur)
     assert not _ordered([4, 0], ts, dur)  # a start going back
     assert not _ordered([0, 3, 1], ts, dur)  # the same start, longer after shorter
+
+
+# --- intervals that overlap without nesting (close_overlapped: the Python frames' rule) ---------------------------
+
+def closing(*intervals: tuple[int, float, float]) -> Enclosing:
+    return Enclosing([t for t, _, _ in intervals], [s for _, s, _ in intervals], [d for _, _, d in intervals],
+                     close_overlapped=True)
+
+
+# 0 = [0, 150], 1 = [100, 250]: 1 starts inside 0 and ends after it
+OVERLAPPING = ((1, 0.0, 150.0), (1, 100.0, 150.0))
+
+
+def test_by_default_an_interval_starting_inside_another_is_its_child_even_when_it_ends_after_it():
+    ops = enclosing(*OVERLAPPING)
+    assert list(ops.walk()) == [(0, NONE), (1, 0)]
+    assert ops.innermost(1, 90.0, 120.0) == 0
+
+
+def test_an_interval_starting_inside_another_and_ending_after_it_closes_it_at_its_start():
+    ops = closing(*OVERLAPPING)
+    assert list(ops.walk()) == [(0, NONE), (1, NONE)]
+    assert ops.innermost(1, 50.0, 60.0) == 0
+    assert ops.innermost(1, 50.0, 100.0) == 0  # up to the later one's start
+    assert ops.innermost(1, 120.0, 140.0) == 1  # the later one's, though inside the earlier one as recorded
+    assert ops.innermost(1, 90.0, 120.0) == NONE  # across the start: the earlier one is closed there
+    assert ops.innermost(1, 160.0, 200.0) == 1
+
+
+def test_overlapping_intervals_stay_siblings_however_many_there_are():
+    # each step's <module> frame [1000 k, 1000 k + 1500] runs into the next step's: no chain of parents
+    ops = closing(*((1, 1000.0 * k, 1500.0) for k in range(50)))
+    assert all(p == NONE for _, p in ops.walk())
+    assert [ops.innermost(1, 1000.0 * k + 700, 1000.0 * k + 800) for k in range(50)] == list(range(50))
+
+
+def test_the_closing_interval_closes_every_open_one_ending_before_it_and_nests_in_the_first_that_does_not():
+    # 0 = main [0, 1000]; 1 = a [10, 300] with 2 = b [20, 200] in it; 3 = c [150, 400] starts inside b
+    ops = closing((1, 0.0, 1000.0), (1, 10.0, 290.0), (1, 20.0, 180.0), (1, 150.0, 250.0))
+    assert list(ops.walk()) == [(0, NONE), (1, 0), (2, 1), (3, 0)]
+    assert ops.closed == {2: 150.0, 1: 150.0}
+    assert ops.innermost(1, 30.0, 40.0) == 2
+    assert ops.innermost(1, 160.0, 170.0) == 3
+    assert ops.innermost(1, 450.0, 460.0) == 0
+
+
+def test_properly_nested_intervals_nest_as_they_do_by_default():
+    for given in (STACK, ((1, 0.0, 10.0), (1, 10.0, 10.0)), ((1, 0.0, 50.0), (1, 0.0, 10.0)),
+                  ((1, 0.0, 10.0), (1, 10.0, 0.0)), ((1, 0.0, 100.0), (1, 40.0, 60.0))):
+        assert list(closing(*given).walk()) == list(enclosing(*given).walk()), given
+        assert closing(*given).closed == {}
+
+
+def test_ends_a_float_sum_apart_are_one_end():
+    # 0.1 + 0.2 is 0.30000000000000004 > 0.0 + 0.3: the same end as written, so nested, not overlapping
+    ops = closing((1, 0.0, 0.3), (1, 0.1, 0.2))
+    assert list(ops.walk()) == [(0, NONE), (1, 0)]
+    assert ops.closed == {}
+    assert list(closing((1, 0.0, 0.3), (1, 0.1, 0.201)).walk()) == [(0, NONE), (1, NONE)]  # a nanosecond later

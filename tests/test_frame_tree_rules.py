@@ -378,3 +378,51 @@ def test_a_folded_pass_places_a_host_call_on_the_frames_it_kept(tmp_path):
     host = c.threads[(CPU_PID, CPU_PID)]
     assert (where(host, 210, 290), where(host, 120, 130), where(host, 20, 30)) == (
         "model.py:5 forward", "main.py:1 main", "main.py:1 main")
+
+
+# --- frames that overlap without nesting (a faulty tracer's, a replay's) -------------------------------------------
+
+SCRIPT = "run.py(1): <module>"
+
+
+def script_steps(steps: int, overrun: float) -> list[dict]:
+    """``steps`` steps of 1000 us, each run by a ``<module>`` frame (1-991 us into it) that lasts ``overrun`` us
+    longer, into the next step's: forward (100-400) in it, with aten::mm (150-350, a 100 us kernel launched at
+    160), and aten::add (500-520) in <module> itself."""
+    events: list[dict] = []
+    for k in range(steps):
+        at = 1000.0 * k
+        events += [*step_events(f"ProfilerStep#{k + 1}", at, at + 1000), frame(SCRIPT, at + 1, at + 991 + overrun),
+                   frame(FORWARD, at + 100, at + 400), op("aten::mm", at + 150, at + 350, 2 * k + 1),
+                   runtime("cudaLaunchKernel", at + 160, at + 161, k + 1),
+                   gpu("kernel", "gemm", at + 400, at + 500, k + 1), op("aten::add", at + 500, at + 520, 2 * k + 2)]
+    return events
+
+
+def test_frames_running_into_the_next_steps_give_the_tree_of_frames_that_do_not(tmp_path):
+    nested = figures(tree_of(tmp_path, script_steps(3, 0.0)))
+    assert (nested["names"], nested["parent"], nested["calls"]) == (["", SCRIPT, FORWARD], [-1, 0, 1], [0, 3, 3])
+    assert figures(tree_of(tmp_path, script_steps(3, 600.0))) == nested
+
+
+def test_the_tree_of_frames_that_overlap_without_nesting_does_not_grow_with_the_steps(tmp_path):
+    # each <module> frame would otherwise be the child of the one before: a chain as long as the trace
+    t = figures(tree_of(tmp_path, script_steps(40, 600.0)))
+    assert (t["names"], t["parent"], t["calls"]) == (["", SCRIPT, FORWARD], [-1, 0, 1], [0, 40, 40])
+    assert (t["gpu"], t["cpu"]) == ([0.0, 0.0, 100.0], [0.0, 20.0, 200.0])
+
+
+FIRST, SECOND = "model.py(1): first", "model.py(2): second"
+
+
+def test_a_frame_starting_inside_another_and_ending_after_it_closes_it_and_takes_the_work_after_its_start(
+        tmp_path):
+    """second (500-1000) starts inside first (0-600) and ends after it: first is taken as ended at 500, second
+    as first's sibling. aten::b (550-560) is second's though first was still open as written; aten::c (450-520)
+    runs across second's start, so first, ended at 500, does not hold it (nor its children's frames: no frame
+    does, as a frame ending inside an op takes none of its work)."""
+    events = [*step_events("ProfilerStep#1", 0, 1000), frame(FIRST, 0, 600), frame(SECOND, 500, 1000),
+              op("aten::a", 100, 110, 1), op("aten::c", 450, 520, 2), op("aten::b", 550, 560, 3)]
+    t = figures(tree_of(tmp_path, events))
+    assert (t["names"], t["parent"], t["calls"]) == (["", FIRST, SECOND], [-1, 0, 0], [0, 1, 1])
+    assert (t["cpu"], t["step_cpu"]) == ([70.0, 10.0, 10.0], {1: [10.0], 0: [70.0], 2: [10.0]})

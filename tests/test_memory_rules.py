@@ -93,6 +93,31 @@ def test_a_step_that_keeps_just_under_the_threshold_does_not_grow(tmp_path):
     assert [s.grew for s in d.steps] == [False, True, False] and d.leak is False
 
 
+def test_a_steps_memory_window_is_its_cpu_span_not_its_wall_that_runs_on_while_the_gpu_lags(tmp_path):
+    """Step 1's CPU span is 0-1000; its kernel runs until 1800, so its wall runs to 1800, towards step 2 (2000).
+    The CPU allocates: what the CPU allocates after 1000 (3 MiB at 1500, the peak) is no step's."""
+    t = MemoryTrace()
+    t.step(1, 0.0)
+    t.step(2, 2000.0)
+    t.op("aten::empty", 10.0)
+    t.mem(15.0, 0x10, 2 * MIB)
+    t.events += [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 100.0,
+                  "dur": 5.0, "args": {"correlation": 1}},
+                 {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 200.0, "dur": 1600.0,
+                  "args": {"correlation": 1, "stream": 7, "device": 0}}]
+    t.mem(1500.0, 0x20, 3 * MIB)
+    t.mem(1600.0, 0x20, -3 * MIB)
+    t.mem(2100.0, 0x30, MIB)
+    path = tmp_path / "m.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": t.events}))
+    summary = analyze_trace(str(path))
+    assert [(s.cpu_us, s.wall_us) for s in summary.steps] == [(1000.0, 1800.0), (1000.0, 1000.0)]
+    (d,) = summary.memory.devices
+    assert [(s.end_us, s.allocated_start_bytes, s.allocated_end_bytes, s.peak_allocated_bytes) for s in d.steps] == [
+        (1000.0, 0, 2 * MIB, 2 * MIB), (3000.0, 2 * MIB, 3 * MIB, 3 * MIB)]
+    assert (d.peak_allocated_bytes, d.peak_step) == (5 * MIB, None)
+
+
 @pytest.mark.parametrize("peak,threshold", [(0, MIB), (100 * MIB, MIB), (101 * MIB, 1059061),
                                             (1 << 40, 10995116277)])
 def test_the_leak_threshold_is_1_mib_or_1_percent_of_the_peak(peak, threshold):

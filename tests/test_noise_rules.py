@@ -5,6 +5,8 @@ tests/test_trace_summary_noise.py checks the rule on real captures."""
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 
 from lightx2v.trace_summary.noise import (
@@ -53,6 +55,25 @@ def test_four_steps_a_side_take_the_rank_test():
     r = judge([100.0, 101.0, 102.0, 103.0], [200.0, 201.0, 202.0, 203.0])
     assert (r.verdict, r.test, r.p_value) == (REAL, RANK_TEST, pytest.approx(2 / 70))
     assert (r.effect_us, r.noise_pct) == (100.0, pytest.approx(1.5 / 101.5 * 100))  # BASE spreads more
+
+
+@pytest.mark.parametrize("base,new,verdict,test", [
+    ([100.0, 101.0, 102.0, 103.0], [150.0, 151.0], REAL, RANGES),  # 4 against 2: the ranges, apart
+    ([150.0, 151.0], [100.0, 101.0, 102.0, 103.0], REAL, RANGES),
+    ([100.0, 101.0, 102.0, 160.0], [150.0, 151.0], NOISE, RANGES),  # one BASE step among NEW's
+    ([100.0, 101.0, 102.0, 103.0, 104.0, 105.0, 106.0, 107.0, 108.0], [150.0, 151.0, 152.0], REAL, RANGES),
+    ([100.0, 101.0, 102.0, 103.0], [150.0], UNTESTED, NO_TEST),  # one step on a side, however many on the other
+    ([100.0, 101.0, 102.0, 103.0, 104.0], [150.0, 151.0, 152.0, 153.0], REAL, RANK_TEST),
+])
+def test_the_side_with_fewer_steps_decides_which_test_judges(base, new, verdict, test):
+    """The rank test needs RANK_TEST_STEPS on both sides: with 4 against 2 its smallest two-sided p is 2 / C(6, 2)
+    = 0.13, so it could never call a change; the ranges judge instead. The effect is the medians' difference,
+    each side's own."""
+    r = judge(base, new)
+    assert (r.verdict, r.test) == (verdict, test)
+    assert r.effect_us == pytest.approx(statistics.median(new) - statistics.median(base))
+    if test == RANK_TEST:
+        assert r.p_value == pytest.approx(2 / 126)  # complete separation of 5 and 4: 2 of C(9, 4) splits
 
 
 def test_a_significant_rank_test_on_a_small_effect_is_noise():

@@ -271,3 +271,39 @@ def test_attach_call_stacks_innermost_first_per_thread():
     assert mm.callstack == "model.py(5): forward;run.py(10): main"
     assert after.callstack == "run.py(10): main"
     assert lone.callstack is None
+
+
+def test_the_gpu_steps_fix_drops_the_gpu_copy_of_each_profiler_step_and_no_other_event(monkeypatch):
+    """The H200 fixture through the plugin's own parse, with the gpu_steps fix on the plugin's event factory
+    (``trace.create_event``): of the trace's events, the factory is no longer handed the ProfilerStep#4 on the GPU
+    stream, and is handed every other one, the CPU ProfilerStep#4 and the twelve GPU-side ``attn`` annotations
+    among them; the Overview's steps are ['4'] (stock 0.4.3: ['4', '4'])."""
+    trace = pytest.importorskip("torch_tb_profiler.profiler.trace")
+    from torch_tb_profiler.profiler import data
+
+    from lightx2v.tensorboard.patches import FIXES
+
+    factory = trace.create_event
+    handed: list[tuple] = []
+
+    def spy(event, is_pytorch_lightning):
+        handed.append((event.get("ph"), event.get("cat"), event.get("name"), event.get("ts")))
+        return factory(event, is_pytorch_lightning)
+
+    monkeypatch.setattr(trace, "create_event", spy)
+    stock = data.RunProfileData.parse("w", "default", str(H200_TRACE), None)
+    assert stock.steps_names == ["4", "4"]  # the bug: the GPU copy is a step of its own
+    everything = list(handed)
+    handed.clear()
+    (fix,) = [f for f in FIXES if f.name == "gpu_steps"]
+    assert fix.check() is None
+    fix.apply()
+    fixed = data.RunProfileData.parse("w", "default", str(H200_TRACE), None)
+    assert fixed.steps_names == ["4"]
+    dropped = [e for e in everything if e not in handed]
+    assert [(ph, cat, name) for ph, cat, name, _ in dropped] == [("X", "gpu_user_annotation", "ProfilerStep#4")]
+    assert len(handed) == len(everything) - 1
+    kept = [(cat, name) for _, cat, name, _ in handed if cat in ("user_annotation", "gpu_user_annotation")]
+    assert sorted(set(kept)) == [("gpu_user_annotation", "attn"), ("user_annotation", "ProfilerStep#4"),
+                                 ("user_annotation", "attn")]
+    assert kept.count(("gpu_user_annotation", "attn")) == 12

@@ -12,7 +12,11 @@ from pathlib import Path
 import pytest
 
 from lightx2v.trace_summary import compare_runs, summarize_paths
+from lightx2v.trace_summary.analyze import analyze_trace
+from lightx2v.trace_summary.diff import compare_ranks
 from lightx2v.trace_summary.noise import NOISE, RANGES, RANK_TEST, REAL, UNTESTED, judge, mann_whitney_p
+
+from helpers.kineto import Kineto
 
 REPO = Path(__file__).resolve().parent.parent
 PROGRAM = REPO / "tests" / "programs" / "two_functions.py"
@@ -49,6 +53,41 @@ def test_the_rule_needs_both_a_test_and_a_big_enough_effect():
     assert judge([100], [200]).verdict == UNTESTED
     # a time of 0 in every BASE step (an op NEW added) against 20 us in every NEW step
     assert judge([0.0] * 5, [20.0] * 5).verdict == REAL
+
+
+def kineto_side(path: Path, walls: list[float], gemm_us: float, old: bool) -> str:
+    """One step per wall (us), back to back; in each, aten::mm launching a ``gemm_us`` kernel and, when ``old``,
+    aten::old launching a 200 us one."""
+    k = Kineto()
+    lo = 0.0
+    for n, wall in enumerate(walls):
+        k.step(n + 1, lo, wall)
+        k.op("aten::mm", lo + 10, [("kernel", "gemm", gemm_us)])
+        if old:
+            k.op("aten::old", lo + 300, [("kernel", "old_k", 200.0)])
+        lo += wall
+    return k.write(path)
+
+
+def test_sides_with_other_step_counts_are_judged_on_their_own_steps(tmp_path):
+    """BASE has 4 steps, NEW 2: each figure is per step of its own side, and the noise rule gets each side's own
+    per-step values (4 and 2 of them; a kernel NEW lost is 0 in each of NEW's 2 steps), judged by the ranges
+    since NEW has fewer than RANK_TEST_STEPS."""
+    base = analyze_trace(kineto_side(tmp_path / "b" / "b.pt.trace.json", [1000.0, 1010.0, 990.0, 1005.0], 100.0,
+                                     True))
+    new = analyze_trace(kineto_side(tmp_path / "n" / "n.pt.trace.json", [1500.0, 1510.0], 300.0, False))
+    d = compare_ranks(base, new)
+    assert (d.base_steps, d.new_steps) == (4, 2)
+    step = d.step_noise
+    assert (step.verdict, step.test, step.effect_us) == (REAL, RANGES, 1505.0 - 1002.5)
+    assert step.noise_pct == pytest.approx((1010 - 990) / 2 / 1002.5 * 100)  # BASE's steps spread more
+    # the delta is of the mean walls (1001.25 -> 1505 us); both groups changed beyond noise, so both are named
+    assert d.verdict == ("NEW is 50.3% slower per step (+0.504 ms, beyond noise ±1.0%); aten::old -0.200 ms, "
+                         "aten::mm +0.200 ms")
+    kernels = {k.name: (k.status, k.noise.verdict, k.noise.test, k.noise.effect_us) for k in d.kernels}
+    assert kernels == {"gemm": ("changed", REAL, RANGES, 200.0), "old_k": ("removed", REAL, RANGES, -200.0)}
+    gemm = next(k for k in d.kernels if k.name == "gemm")
+    assert (gemm.time_per_step_us.base, gemm.time_per_step_us.new) == (100.0, 300.0)
 
 
 def capture(tmp_path: Path, name: str, *flags: str) -> Path:

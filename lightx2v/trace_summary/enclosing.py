@@ -8,6 +8,13 @@ Intervals on one thread nest (kineto writes a thread's ops and labels as a stack
 intervals by (start, -duration) each one's parent is the nearest earlier interval still open at its start. The
 innermost interval around [lo, hi] is then on the parent chain of the last interval starting at or before lo:
 the first one on that chain that also ends at or after hi. One bisect and a short walk per query.
+
+Intervals that do not nest (one starts inside another and ends after it: a faulty tracer's or a replay's Python
+frames, each step's ``<module>`` running into the next) would each become the child of the one they overlap, a
+chain as long as the trace. With ``close_overlapped`` the later interval closes the earlier one instead: every
+open interval that ends before it is taken as ended at its start, so the nesting stays as deep as the code's and
+a lookup after that start never finds the closed one (the frames read it so: ``frames.FrameIndex``). Ends within
+SAME_END_US of each other are one end (a float sum's rounding), so properly nested intervals nest as before.
 """
 
 from __future__ import annotations
@@ -18,21 +25,31 @@ from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 
 NONE = -1
+SAME_END_US = 0.0005  # half the nanosecond kineto writes: two ends closer than this are the same end
 
 
 class Enclosing:
     """Per thread: the intervals' starts in (start, -duration) order, their indices and their parents."""
 
-    def __init__(self, thread: Sequence[int], ts: Sequence[float], dur: Sequence[float]) -> None:
+    def __init__(self, thread: Sequence[int], ts: Sequence[float], dur: Sequence[float],
+                 close_overlapped: bool = False) -> None:
         self.ts, self.dur = ts, dur
         # arrays, not lists: 24 bytes an interval instead of about 100 (a float and two int objects each)
         self.threads: dict[int, tuple[array, array, array]] = {}
+        self.closed: dict[int, float] = {}  # index -> the start of the interval that closed it (close_overlapped)
+        closed = self.closed
         for t, idx in by_thread_in_order(range(len(thread)), thread, ts, dur).items():
             parent = array("l")
             stack: list[int] = []  # positions in idx of the intervals still open
             for pos, i in enumerate(idx):
                 start = ts[i]
-                while stack and ts[idx[stack[-1]]] + dur[idx[stack[-1]]] <= start:
+                while stack:
+                    j = idx[stack[-1]]
+                    end = ts[j] + dur[j]
+                    if end > start:
+                        if not close_overlapped or end >= start + dur[i] - SAME_END_US:
+                            break
+                        closed[j] = start
                     stack.pop()
                 parent.append(stack[-1] if stack else NONE)
                 stack.append(pos)
@@ -50,11 +67,11 @@ class Enclosing:
         if found is None:
             return NONE
         starts, idx, parent = found
-        ts, dur = self.ts, self.dur
+        ts, dur, closed = self.ts, self.dur, self.closed
         pos = bisect_right(starts, lo) - 1
         while pos != NONE:
             i = idx[pos]
-            if ts[i] + dur[i] >= hi:
+            if (closed[i] if closed and i in closed else ts[i] + dur[i]) >= hi:
                 return i
             pos = parent[pos]
         return NONE

@@ -113,7 +113,13 @@ def module_class(name: str) -> str:
 
 class FrameIndex:
     """The Python frames' nesting (``Enclosing``) and each frame's parent, built once, at first use: the frame tree
-    and the sync causes' code lines (``code_line``) both read it."""
+    and the sync causes' code lines (``code_line``) both read it.
+
+    Frames that do not nest (a faulty tracer's or a replay's: each step's ``<module>`` frame running into the
+    next step's) are not chained: a frame that starts inside another and ends after it closes that one at its
+    start (``Enclosing(close_overlapped=True)``). Each step's frames stay a sibling of the last step's, so the tree
+    keeps the code's depth and size however many steps there are, and the work after that start is charged to
+    the later frame."""
 
     def __init__(self, c: Collected) -> None:
         self.c = c
@@ -121,7 +127,7 @@ class FrameIndex:
     @cached_property
     def frames(self) -> Enclosing:
         c = self.c
-        return Enclosing(c.fr_thread, c.fr_ts, c.fr_dur)
+        return Enclosing(c.fr_thread, c.fr_ts, c.fr_dur, close_overlapped=True)
 
     @cached_property
     def parent(self) -> array:

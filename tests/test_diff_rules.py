@@ -81,7 +81,8 @@ def test_the_diff_text_signs_every_delta_and_marks_removed_kernels_minus_added_p
         "  GPU idle ms               0.860        0.790       -0.070    -8.1",
         "  kernels                       2            2         +0.0    +0.0",
         "  kernel time ms            0.140        0.190       +0.050   +35.7",
-        "  CPU op self ms            0.100        0.150       +0.050   +50.0",
+        # 2 (3 in NEW) ops of 50 us self, less each one's launch call (0.5 us): 99 -> 148.5 us
+        "  CPU op self ms            0.099        0.148       +0.050   +50.0",
         "  memcpy ms                 0.000        0.020       +0.020       -",
         "  memcpy calls                  0            1         +1.0       -",
         "  memcpy bytes                0 B       4.1 KB",
@@ -199,11 +200,11 @@ def several_changes(tmp_path: Path) -> tuple[str, str]:
 
 def test_the_tables_cut_at_top_and_say_how_many_more_with_labels_lowerings_and_kernel_lists(tmp_path):
     """Worked out from several_changes: GPU busy 165 (step 1: 100+30+30+20, step 2: 100+30+20) against 225 us a
-    step; kernels 7 over 2 steps (3.5) against 7; CPU self 205 (linear 60 of its 80, 20, 40, 30, 50, 5) against
-    230; op groups: aten::mm +70 us (four new kernels, the three longest named), attn / aten::linear -10 us
-    (addmm lowered to mm), aten::relu -5, aten::bmm added +5, aten::copy_ the same; kernels by |delta|: k1 +45,
-    old_k -30, k2 +30, k3 +20, gemm -10, k4 +10, relu -5; CPU ops: aten::mm +40, aten::addmm -20, aten::bmm +10,
-    aten::gone -5."""
+    step; kernels 7 over 2 steps (3.5) against 7; CPU self 205 (linear 60 of its 80, 20, 40, 30, 50, 5) less 2.25
+    launch calls of 0.5 us (9 over 2 steps) against 230 less 4 (8 a step); op groups: aten::mm +70 us (four new
+    kernels, the three longest named), attn / aten::linear -10 us (addmm lowered to mm), aten::relu -5, aten::bmm
+    added +5, aten::copy_ the same; kernels by |delta|: k1 +45, old_k -30, k2 +30, k3 +20, gemm -10, k4 +10, relu
+    -5; CPU ops (self less 0.5 us a launch): aten::mm +38, aten::addmm -19.5, aten::bmm +9.5, aten::gone -5."""
     d = diff(*several_changes(tmp_path))
     assert d.verdict == ("no change beyond noise (±0.0%) per step: NEW +0.0% (+0.000 ms); changed beyond noise: "
                          "aten::mm +0.070 ms, attn -0.010 ms")
@@ -220,7 +221,7 @@ def test_the_tables_cut_at_top_and_say_how_many_more_with_labels_lowerings_and_k
         "  GPU idle ms               0.835        0.775       -0.060    -7.2",
         "  kernels                     3.5            7         +3.5  +100.0",
         "  kernel time ms            0.145        0.205       +0.060   +41.4",
-        "  CPU op self ms            0.205        0.230       +0.025   +12.2",
+        "  CPU op self ms            0.203        0.226       +0.023   +11.5",
         "  memcpy ms                 0.020        0.020       +0.000    +0.0",
         "  memcpy calls                  1            1         +0.0    +0.0",
         "  memcpy bytes                  -        512 B",
@@ -251,8 +252,9 @@ def test_the_tables_cut_at_top_and_say_how_many_more_with_labels_lowerings_and_k
         "",
         "CPU ops: 1 added, 2 removed, 1 changed (per step, by |delta self time|)",
         "  status       calls B>N BASE self  NEW self  delta ms       %  noise  op",
-        "  changed            1>2     0.040     0.080    +0.040  +100.0   real  aten::mm",
-        "  removed            1>0     0.020     0.000    -0.020  -100.0   real  aten::addmm",
+        # self less the launch calls (0.5 us each): aten::mm 40 - 0.5 -> 20 - 0.5 + 60 - 4 x 0.5, aten::addmm 20 - 0.5
+        "  changed            1>2     0.040     0.077    +0.038   +96.2   real  aten::mm",
+        "  removed            1>0     0.019     0.000    -0.019  -100.0   real  aten::addmm",
         "  ... 2 more",
     ]
     assert render_diff(d, top=2).endswith("  ... 2 more\n")

@@ -570,6 +570,21 @@ def test_files_without_ranks_or_with_one_rank_twice_are_trace_files_and_a_long_w
         "Run run-1: 2 trace files (workers or spans) (/runs/a)"
 
 
+def test_the_top_cpu_ops_of_a_gpu_trace_show_the_cuda_api_time_each_op_spent_beside_its_self_time():
+    ops = [CpuOpStat(name="aten::mm", calls=5, self_us=3000.0, total_us=4500.0, mean_self_us=600.0,
+                     pct_of_cpu_self=75.0, self_with_runtime_us=3100.0),
+           CpuOpStat(name="aten::empty", calls=12, self_us=1000.0, total_us=1000.0, mean_self_us=83.3,
+                     pct_of_cpu_self=25.0, self_with_runtime_us=1000.0)]
+    assert lines_of(rank(top_cpu_ops=ops, cpu_self_total_us=4000.0))[-5:] == [
+        "",
+        "Top 2 CPU ops by self time (all CPU ops: 4.000 ms self; as TensorBoard's, without the CUDA API calls the op "
+        "made itself)",
+        "  % self    self ms CUDA API ms   total ms   calls  op",
+        "    75.0      3.000       0.100      4.500       5  aten::mm",
+        "    25.0      1.000       0.000      1.000      12  aten::empty",
+    ]
+
+
 def test_damaged_files_are_listed_under_the_title_even_beside_a_single_rank():
     damaged = [DamagedFile(file="/runs/a/w1.pt.trace.json", problem="truncated")]
     assert render_run(run([rank(rank=0)], damaged_files=damaged)) == "\n".join([

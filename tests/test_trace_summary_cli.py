@@ -63,7 +63,7 @@ def test_json_output_has_the_documented_fields():
                                 "streams", "devices"}
     assert set(rank["top_kernels"][0]) == {"name", "short_name", "calls", "total_us", "mean_us", "pct_of_gpu_time"}
     assert set(rank["top_cpu_ops"][0]) == {"name", "calls", "self_us", "total_us", "mean_self_us",
-                                           "pct_of_cpu_self"}
+                                           "pct_of_cpu_self", "self_with_runtime_us"}
     assert set(rank["memory_ops"][0]) == {"kind", "name", "calls", "total_us", "bytes"}
     assert len(rank["top_kernels"]) == 6 and len(rank["top_cpu_ops"]) == 10
     assert step["kernel_count"] == 120 and rank["gpu"]["kernel_count"] == 120

@@ -68,8 +68,8 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
     meta = stream.metadata
     gpu = gpu_work(c)
     has_gpu = gpu.totals is not None
-    tree = op_tree(c)
     chain = launch_chain(c)
+    tree = op_tree(c, chain.ops)
     frame_index = FrameIndex(c)  # built once, if a sync or the frame tree needs it
     found = step_stats(c, gpu.busy if has_gpu else None, gpu.is_kernel, chain, tree, code_line(frame_index))
     steps = found.steps

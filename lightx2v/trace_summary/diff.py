@@ -39,7 +39,7 @@ from typing import Any, Optional
 
 from .efficiency_diff import EfficiencyChange, efficiency_change
 from .frames_diff import FramesChange, frames_change
-from .model import RankSummary, RankTables, RunSummary, StepSeries, Straggler, _rounded
+from .model import CpuOpStat, RankSummary, RankTables, RunSummary, StepSeries, Straggler, _rounded
 from .noise import NOISE, REAL, UNTESTED, Noise, judge
 from .ratios import percent
 
@@ -86,7 +86,8 @@ class KernelChange:
 
 @dataclass
 class CpuOpChange:
-    """One CPU op (by name) on both sides, per step: self time (TensorBoard's self host duration) and total."""
+    """One CPU op (by name) on both sides, per step: self time (TensorBoard's self host duration: without child ops
+    and the op's own CUDA runtime calls) and total."""
 
     name: str
     status: str
@@ -94,6 +95,8 @@ class CpuOpChange:
     self_per_step_us: Delta
     total_per_step_us: Delta
     noise: Optional[Noise] = None  # its per-step self time judged
+    # self time counting the op's own runtime calls (cpu_ops: self_with_runtime_us); None only when made by hand
+    self_with_runtime_per_step_us: Optional[Delta] = None
 
 
 @dataclass
@@ -379,12 +382,21 @@ def _cpu_op_changes(base: RankSummary, new: RankSummary, nb: int, nn: int) -> li
         calls = _delta(ob.calls / nb if ob else 0.0, on.calls / nn if on else 0.0)
         self_us = _delta(ob.self_us / nb if ob else 0.0, on.self_us / nn if on else 0.0)
         total = _delta(ob.total_us / nb if ob else 0.0, on.total_us / nn if on else 0.0)
+        with_runtime = _delta(_with_runtime(ob, nb), _with_runtime(on, nn))
         same = _same(calls, self_us) and _same(calls, total)
         out.append(CpuOpChange(name=name, status=_status(ob is not None, on is not None, same),
                                calls_per_step=calls, self_per_step_us=self_us, total_per_step_us=total,
-                               noise=_judge_rows(base, new, lambda s: s.cpu_self_us, name)))
+                               noise=_judge_rows(base, new, lambda s: s.cpu_self_us, name),
+                               self_with_runtime_per_step_us=with_runtime))
     out.sort(key=lambda o: _by_abs_delta(o.self_per_step_us))
     return out
+
+
+def _with_runtime(op: CpuOpStat | None, steps: int) -> float | None:
+    """An op's self time with its own runtime calls, per step (0 when absent; None when not known)."""
+    if op is None:
+        return 0.0
+    return op.self_with_runtime_us / steps if op.self_with_runtime_us is not None else None
 
 
 def _memory_changes(base: RankSummary, new: RankSummary, nb: int, nn: int) -> list[MemoryChange]:

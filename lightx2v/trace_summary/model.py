@@ -87,12 +87,18 @@ class KernelStat:
 
 @dataclass
 class CpuOpStat:
+    """One CPU op name. Self time is TensorBoard's self host duration: without child ops and without the CUDA
+    runtime/driver calls the op made itself (``cpu_ops``)."""
+
     name: str
     calls: int
     self_us: float
     total_us: float
     mean_self_us: float
     pct_of_cpu_self: float  # share of the summed self time of all CPU ops
+    # self time counting the runtime calls the op made itself (cudaMemcpyAsync, syncs) as its own; None only in a
+    # summary made by hand
+    self_with_runtime_us: Optional[float] = None
 
 
 @dataclass

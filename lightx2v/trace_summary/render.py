@@ -14,7 +14,17 @@ from typing import TypeVar
 from .devices import unlisted
 from .memory import HINT as MEMORY_HINT
 from .memory import LEAK_MIN_STEPS
-from .model import Device, IdleStats, MemorySummary, RankSummary, RunSummary, SkippedEvents, SnapshotSummary, StepStats
+from .model import (
+    CpuOpStat,
+    Device,
+    IdleStats,
+    MemorySummary,
+    RankSummary,
+    RunSummary,
+    SkippedEvents,
+    SnapshotSummary,
+    StepStats,
+)
 from .names import cut as _cut
 from .ranks import LOCKSTEP_SPREAD
 from .ratios import percent
@@ -23,6 +33,7 @@ from .render_frames import frames_lines, tree_lines
 from .steps import IDLE_FLAG_RATIO, cause_times, idle_advice
 
 MAX_STEP_ROWS = 12
+CUDA_API_NOTE = "as TensorBoard's, without the CUDA API calls the op made itself"
 
 _Step = TypeVar("_Step")
 
@@ -132,15 +143,24 @@ def render_rank(r: RankSummary, frame_tree: bool = False) -> str:
         lines += ["", "GPU: no kernels, copies or sets in this trace"]
 
     if r.top_cpu_ops:
+        api = {op.name: cuda_api_us(op) for op in r.top_cpu_ops}
+        with_api = any(api.values())  # a CPU-only trace has no CUDA calls: no column
         lines += ["", f"Top {len(r.top_cpu_ops)} CPU ops by self time (all CPU ops: {_ms(r.cpu_self_total_us)} ms "
-                      "self)",
-                  f"  {'% self':>6} {'self ms':>10} {'total ms':>10} {'calls':>7}  op"]
+                      "self" + (f"; {CUDA_API_NOTE}" if with_api else "") + ")",
+                  f"  {'% self':>6} {'self ms':>10} " + (f"{'CUDA API ms':>11} " if with_api else "")
+                  + f"{'total ms':>10} {'calls':>7}  op"]
         for op in r.top_cpu_ops:
-            lines.append(f"  {op.pct_of_cpu_self:6.1f} {_ms(op.self_us):>10} {_ms(op.total_us):>10} {op.calls:>7}  "
-                         f"{op.name}")
+            lines.append(f"  {op.pct_of_cpu_self:6.1f} {_ms(op.self_us):>10} "
+                         + (f"{_ms(api[op.name]):>11} " if with_api else "")
+                         + f"{_ms(op.total_us):>10} {op.calls:>7}  {op.name}")
     else:
         lines += ["", "CPU ops: none recorded"]
     return "\n".join(lines)
+
+
+def cuda_api_us(op: CpuOpStat) -> float:
+    """The time an op spent in the CUDA runtime/driver calls it made itself (not in its self time)."""
+    return max(0.0, op.self_with_runtime_us - op.self_us) if op.self_with_runtime_us is not None else 0.0
 
 
 def _memory_lines(m: MemorySummary | None) -> list[str]:

@@ -386,3 +386,40 @@ def test_the_noise_column_word(n, word):
 ])
 def test_the_step_wall_line_says_the_test_its_p_and_the_spread(n, line):
     assert noise_line(n, 4, 5) == line
+
+
+def spans(tmp_path: Path, side: str, gemm_us: tuple[float, float]) -> str:
+    """A folder of two spans of worker0, 8 minutes apart, whose gemm takes ``gemm_us`` (older, newer) a step."""
+    for n, (start, us) in enumerate(zip((0.0, 480e6), gemm_us, strict=True), 1):
+        t = Kineto()
+        for i in range(2):
+            t.step(i + 1, start + i * 1000.0)
+            t.op("aten::mm", start + i * 1000.0 + 10, [("kernel", "gemm", us)])
+        t.write(tmp_path / side / f"worker0.{n}.pt.trace.json")
+    return str(tmp_path / side)
+
+
+def test_a_side_of_spans_is_compared_by_its_newest_span_never_as_ranks(tmp_path):
+    base, new = spans(tmp_path, "b", (100.0, 200.0)), spans(tmp_path, "n", (900.0, 150.0))
+    d = diff(base, new)
+    assert (d.base.spans, d.new.spans, d.base.ranks, d.base.straggler) == (True, True, 2, None)
+    (pair,) = d.ranks
+    assert (pair.base_file, pair.new_file) == (f"{base}/worker0.2.pt.trace.json", f"{new}/worker0.2.pt.trace.json")
+    assert pair.kernels[0].time_per_step_us == Delta(200.0, 150.0, -50.0, -25.0)  # the newest spans' gemm
+    assert d.notes == [f"{side} holds 2 spans of worker0 (captures at different times, not ranks): compared its "
+                       "newest, worker0.2.pt.trace.json; name a file to compare another" for side in ("BASE", "NEW")]
+    text = render_diff(d).splitlines()
+    assert text[2:4] == [f"  BASE  b ({base}): 2 spans, the newest compared",
+                         f"  NEW   n ({new}): 2 spans, the newest compared"]
+    assert not any(line.startswith(("Ranks, paired", "Run step time")) for line in text)
+
+
+def test_spans_against_one_trace_compare_the_newest_span_with_it(tmp_path):
+    base = spans(tmp_path, "b", (100.0, 200.0))
+    d = diff(base, one_rank(tmp_path, "n", "gemm", 150.0))
+    assert [(r.base_file, r.new_file) for r in d.ranks] == [(f"{base}/worker0.2.pt.trace.json",
+                                                             str(tmp_path / "n" / "w.pt.trace.json"))]
+    assert len(d.notes) == 1 and d.notes[0].startswith("BASE holds 2 spans of worker0")
+    mm = next(op for op in d.ranks[0].cpu_ops if op.name == "aten::mm")
+    assert mm.self_with_runtime_per_step_us == Delta(50.0, 50.0, 0.0, 0.0)
+    assert mm.self_per_step_us == Delta(49.5, 49.5, 0.0, 0.0)  # less its launch call

@@ -23,6 +23,8 @@ held. Definitions (also in docs/trace_summary.md, "Compare two captures"):
   distinct ranks with some in common, the files are paired in order ("by file order"), and a pair whose traces
   record different ranks is named ``rank 3 (BASE) vs rank 1 (NEW)``. The run's step time is its slowest rank's
   mean step wall.
+- Spans (``ranks.are_spans``: one process captured at different times) are no ranks: a side of spans is compared
+  by its newest span, and a note says so (``--diff`` of one run directory of spans compares its two newest).
 - Change or noise (``noise``): the step wall, each op group, kernel and CPU op is judged on its per-step values;
   the verdict names only changes beyond noise, and says "no change beyond noise (±x%)" when there is none, or
   that it cannot tell when a side has a single step. A delta that rounds to zero in the report is "same".
@@ -34,6 +36,7 @@ that prints as 0.000 ms), VERDICT_GROUPS (op groups the verdict names); the nois
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -43,7 +46,8 @@ from .model import CpuOpStat, RankSummary, RankTables, RunSummary, StepSeries, S
 from .noise import NOISE, REAL, UNTESTED, Noise, judge
 from .ratios import percent
 
-DIFF_SCHEMA = "lightx2v.trace_summary.diff/3"  # 2: RankDiff.efficiency; 3: RankDiff.frames
+DIFF_SCHEMA = "lightx2v.trace_summary.diff/4"  # 2: RankDiff.efficiency; 3: RankDiff.frames; 4: CPU self time
+# without runtime calls, CpuOpChange.self_with_runtime_per_step_us, SideInfo.spans
 
 CHANGED_PCT = 0.5  # a per-step wall-time change smaller than this reads as "about the same" (one step a side)
 SAME_US = 0.0005 * 1000  # a time delta below half the report's last digit (0.001 ms) prints as 0.000: "same"
@@ -162,7 +166,8 @@ class SideInfo:
     path: str
     ranks: int
     straggler: Optional[str]  # "rank 1 (worker)" when the side has several ranks, else None
-    step_wall_us: float  # the run's step time: the slowest rank's mean step wall
+    step_wall_us: float  # the run's step time: the slowest rank's mean step wall (spans: the newest span's)
+    spans: bool = False  # the side's files are spans (``ranks``): its newest was compared
 
 
 @dataclass
@@ -185,11 +190,12 @@ def compare_runs(base: RunSummary, new: RunSummary) -> RunDiff:
     for side, run in (("BASE", base), ("NEW", new)):
         if not run.ranks:
             raise ValueError(f"{side} ({run.path}) has no readable trace")
-    pairs, lone_base, lone_new, pairing = _pair_ranks(base.ranks, new.ranks)
+    notes: list[str] = []
+    base_ranks, new_ranks = _compared(base, "BASE", notes), _compared(new, "NEW", notes)
+    pairs, lone_base, lone_new, pairing = _pair_ranks(base_ranks, new_ranks)
     rank_diffs = [compare_ranks(b, n) for b, n in pairs]
-    notes = []
-    if len(base.ranks) != len(new.ranks):
-        notes.append(f"rank counts differ: BASE has {len(base.ranks)}, NEW has {len(new.ranks)}; "
+    if len(base_ranks) != len(new_ranks):
+        notes.append(f"rank counts differ: BASE has {len(base_ranks)}, NEW has {len(new_ranks)}; "
                      f"compared {len(pairs)} pair{'s' if len(pairs) != 1 else ''} "
                      + ("rank to rank" if pairing == BY_RANK else "in file order"))
     elif lone_base:
@@ -199,12 +205,12 @@ def compare_runs(base: RunSummary, new: RunSummary) -> RunDiff:
         more = f", and {len(crossed) - PAIRS_NAMED} more" if len(crossed) > PAIRS_NAMED else ""
         notes.append("paired by file order (the traces do not record the same ranks): "
                      + ", ".join(pair_label(r) for r in crossed[:PAIRS_NAMED]) + more)
-    b_info, n_info = _side(base), _side(new)
+    b_info, n_info = _side(base, base_ranks), _side(new, new_ranks)
     step = _delta(b_info.step_wall_us, n_info.step_wall_us)
-    if len(rank_diffs) == 1 and len(base.ranks) == len(new.ranks) == 1:
+    if len(rank_diffs) == 1 and len(base_ranks) == len(new_ranks) == 1:
         verdict, step_noise = rank_diffs[0].verdict, rank_diffs[0].step_noise
     else:
-        step_noise = judge(_walls(_slowest(base.ranks)), _walls(_slowest(new.ranks)))
+        step_noise = judge(_walls(_slowest(base_ranks)), _walls(_slowest(new_ranks)))
         verdict = _verdict(step, step_noise, _mean_group_deltas(rank_diffs), "per step of the slowest rank")
     return RunDiff(base=b_info, new=n_info, verdict=verdict, step_wall_us=step, step_noise=step_noise,
                    pairing=pairing, ranks=rank_diffs,
@@ -523,10 +529,22 @@ def _who(r: RankSummary | Straggler) -> str:
     return f"rank {r.rank} ({r.worker})" if r.rank is not None else r.worker
 
 
-def _side(run: RunSummary) -> SideInfo:
-    walls = [_mean(s.wall_us for s in r.steps) for r in run.ranks]
+def _side(run: RunSummary, compared: list[RankSummary]) -> SideInfo:
+    walls = [_mean(s.wall_us for s in r.steps) for r in compared]
     who = _who(run.straggler) if run.straggler is not None else None
-    return SideInfo(label=run.label, path=run.path, ranks=len(run.ranks), straggler=who, step_wall_us=max(walls))
+    return SideInfo(label=run.label, path=run.path, ranks=len(run.ranks), straggler=who, step_wall_us=max(walls),
+                    spans=run.spans)
+
+
+def _compared(run: RunSummary, side: str, notes: list[str]) -> list[RankSummary]:
+    """The traces of a side that are compared: its ranks, or of spans the newest (noted)."""
+    if not run.spans:
+        return run.ranks
+    newest = max(run.ranks, key=lambda r: r.trace_start_us or 0.0)
+    notes.append(f"{side} holds {len(run.ranks)} spans of {', '.join(sorted({r.worker for r in run.ranks}))} "
+                 f"(captures at different times, not ranks): compared its newest, {os.path.basename(newest.file)}; "
+                 "name a file to compare another")
+    return [newest]
 
 
 def _pair_ranks(base: list[RankSummary], new: list[RankSummary]

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from lightx2v.trace_summary.collect import NO_ID, Collected, malformed_field
+from lightx2v.trace_summary.collect import NO_ID, Collected, is_label_op, malformed_field
 
 
 def ev(cat, name, ts, dur, pid=1, tid=1, ph="X", **args):
@@ -104,6 +104,32 @@ def test_labels_keep_thread_name_and_times_and_widen_the_span():
     assert list(c.lab_thread) == [0, 1, 0] and list(c.lab_ts) == [0.0, 10.0, 60.0]
     assert list(c.lab_dur) == [50.0, 20.0, 50.0] and (c.span_lo, c.span_hi) == (0.0, 110.0)
     assert len(c.op_ts) == 0
+
+
+def test_labels_older_kineto_wrote_as_ops_are_labels_and_the_ops_inside_them_stay_ops():
+    c = fed(ev("Operator", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 50),
+            ev("Operator", "aten::copy_", 10, 5),
+            ev("Operator", "Optimizer.zero_grad#SGD.zero_grad", 60, 10),
+            ev("cpu_op", "Optimizer.step#SGD.step", 80, 40, tid=2),
+            ev("cpu_op", "aten::add_", 90, 5, tid=2),
+            ev("operator", "DistributedDataParallel.forward", 130, 20),
+            ev("Operator", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 160, 50))
+    assert c.label_names == {"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__": 0,
+                             "Optimizer.zero_grad#SGD.zero_grad": 1, "Optimizer.step#SGD.step": 2,
+                             "DistributedDataParallel.forward": 3}
+    assert list(c.lab_name) == [0, 1, 2, 3, 0] and list(c.lab_thread) == [0, 0, 1, 0, 0]
+    assert list(c.lab_ts) == [0.0, 60.0, 80.0, 130.0, 160.0] and list(c.lab_dur) == [50.0, 10.0, 40.0, 20.0, 50.0]
+    assert c.names == {"aten::copy_": 0, "aten::add_": 1} and list(c.op_ts) == [10.0, 90.0]
+    assert (c.span_lo, c.span_hi) == (0.0, 210.0)  # labels widen the span, as user_annotation ones do
+
+
+@pytest.mark.parametrize("name, label", [
+    ("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", True), ("enumerate(DataPipe)#Mapper", True),
+    ("Optimizer.step#AdamW.step", True), ("Optimizer.zero_grad#SGD.zero_grad", True),
+    ("DataParallel.forward", True), ("DistributedDataParallel.forward", True),
+    ("aten::copy_", False), ("DataParallel.forward_pre", False), ("Optimizer", False), ("enumerate", False)])
+def test_a_label_written_as_an_op_is_known_by_tensorboards_names(name, label):
+    assert is_label_op(name) is label
 
 
 def test_profiler_steps_are_spans_cpu_and_gpu_side_merged_per_name_not_ops_or_labels():

@@ -81,7 +81,8 @@ def test_the_diff_text_signs_every_delta_and_marks_removed_kernels_minus_added_p
         "  GPU idle ms               0.860        0.790       -0.070    -8.1",
         "  kernels                       2            2         +0.0    +0.0",
         "  kernel time ms            0.140        0.190       +0.050   +35.7",
-        "  CPU op self ms            0.100        0.150       +0.050   +50.0",
+        # 2 (3 in NEW) ops of 50 us self, less each one's launch call (0.5 us): 99 -> 148.5 us
+        "  CPU op self ms            0.099        0.148       +0.050   +50.0",
         "  memcpy ms                 0.000        0.020       +0.020       -",
         "  memcpy calls                  0            1         +1.0       -",
         "  memcpy bytes                0 B       4.1 KB",
@@ -199,11 +200,11 @@ def several_changes(tmp_path: Path) -> tuple[str, str]:
 
 def test_the_tables_cut_at_top_and_say_how_many_more_with_labels_lowerings_and_kernel_lists(tmp_path):
     """Worked out from several_changes: GPU busy 165 (step 1: 100+30+30+20, step 2: 100+30+20) against 225 us a
-    step; kernels 7 over 2 steps (3.5) against 7; CPU self 205 (linear 60 of its 80, 20, 40, 30, 50, 5) against
-    230; op groups: aten::mm +70 us (four new kernels, the three longest named), attn / aten::linear -10 us
-    (addmm lowered to mm), aten::relu -5, aten::bmm added +5, aten::copy_ the same; kernels by |delta|: k1 +45,
-    old_k -30, k2 +30, k3 +20, gemm -10, k4 +10, relu -5; CPU ops: aten::mm +40, aten::addmm -20, aten::bmm +10,
-    aten::gone -5."""
+    step; kernels 7 over 2 steps (3.5) against 7; CPU self 205 (linear 60 of its 80, 20, 40, 30, 50, 5) less 2.25
+    launch calls of 0.5 us (9 over 2 steps) against 230 less 4 (8 a step); op groups: aten::mm +70 us (four new
+    kernels, the three longest named), attn / aten::linear -10 us (addmm lowered to mm), aten::relu -5, aten::bmm
+    added +5, aten::copy_ the same; kernels by |delta|: k1 +45, old_k -30, k2 +30, k3 +20, gemm -10, k4 +10, relu
+    -5; CPU ops (self less 0.5 us a launch): aten::mm +38, aten::addmm -19.5, aten::bmm +9.5, aten::gone -5."""
     d = diff(*several_changes(tmp_path))
     assert d.verdict == ("no change beyond noise (±0.0%) per step: NEW +0.0% (+0.000 ms); changed beyond noise: "
                          "aten::mm +0.070 ms, attn -0.010 ms")
@@ -220,7 +221,7 @@ def test_the_tables_cut_at_top_and_say_how_many_more_with_labels_lowerings_and_k
         "  GPU idle ms               0.835        0.775       -0.060    -7.2",
         "  kernels                     3.5            7         +3.5  +100.0",
         "  kernel time ms            0.145        0.205       +0.060   +41.4",
-        "  CPU op self ms            0.205        0.230       +0.025   +12.2",
+        "  CPU op self ms            0.203        0.226       +0.023   +11.5",
         "  memcpy ms                 0.020        0.020       +0.000    +0.0",
         "  memcpy calls                  1            1         +0.0    +0.0",
         "  memcpy bytes                  -        512 B",
@@ -251,8 +252,9 @@ def test_the_tables_cut_at_top_and_say_how_many_more_with_labels_lowerings_and_k
         "",
         "CPU ops: 1 added, 2 removed, 1 changed (per step, by |delta self time|)",
         "  status       calls B>N BASE self  NEW self  delta ms       %  noise  op",
-        "  changed            1>2     0.040     0.080    +0.040  +100.0   real  aten::mm",
-        "  removed            1>0     0.020     0.000    -0.020  -100.0   real  aten::addmm",
+        # self less the launch calls (0.5 us each): aten::mm 40 - 0.5 -> 20 - 0.5 + 60 - 4 x 0.5, aten::addmm 20 - 0.5
+        "  changed            1>2     0.040     0.077    +0.038   +96.2   real  aten::mm",
+        "  removed            1>0     0.019     0.000    -0.019  -100.0   real  aten::addmm",
         "  ... 2 more",
     ]
     assert render_diff(d, top=2).endswith("  ... 2 more\n")
@@ -384,3 +386,40 @@ def test_the_noise_column_word(n, word):
 ])
 def test_the_step_wall_line_says_the_test_its_p_and_the_spread(n, line):
     assert noise_line(n, 4, 5) == line
+
+
+def spans(tmp_path: Path, side: str, gemm_us: tuple[float, float]) -> str:
+    """A folder of two spans of worker0, 8 minutes apart, whose gemm takes ``gemm_us`` (older, newer) a step."""
+    for n, (start, us) in enumerate(zip((0.0, 480e6), gemm_us, strict=True), 1):
+        t = Kineto()
+        for i in range(2):
+            t.step(i + 1, start + i * 1000.0)
+            t.op("aten::mm", start + i * 1000.0 + 10, [("kernel", "gemm", us)])
+        t.write(tmp_path / side / f"worker0.{n}.pt.trace.json")
+    return str(tmp_path / side)
+
+
+def test_a_side_of_spans_is_compared_by_its_newest_span_never_as_ranks(tmp_path):
+    base, new = spans(tmp_path, "b", (100.0, 200.0)), spans(tmp_path, "n", (900.0, 150.0))
+    d = diff(base, new)
+    assert (d.base.spans, d.new.spans, d.base.ranks, d.base.straggler) == (True, True, 2, None)
+    (pair,) = d.ranks
+    assert (pair.base_file, pair.new_file) == (f"{base}/worker0.2.pt.trace.json", f"{new}/worker0.2.pt.trace.json")
+    assert pair.kernels[0].time_per_step_us == Delta(200.0, 150.0, -50.0, -25.0)  # the newest spans' gemm
+    assert d.notes == [f"{side} holds 2 spans of worker0 (captures at different times, not ranks): compared its "
+                       "newest, worker0.2.pt.trace.json; name a file to compare another" for side in ("BASE", "NEW")]
+    text = render_diff(d).splitlines()
+    assert text[2:4] == [f"  BASE  b ({base}): 2 spans, the newest compared",
+                         f"  NEW   n ({new}): 2 spans, the newest compared"]
+    assert not any(line.startswith(("Ranks, paired", "Run step time")) for line in text)
+
+
+def test_spans_against_one_trace_compare_the_newest_span_with_it(tmp_path):
+    base = spans(tmp_path, "b", (100.0, 200.0))
+    d = diff(base, one_rank(tmp_path, "n", "gemm", 150.0))
+    assert [(r.base_file, r.new_file) for r in d.ranks] == [(f"{base}/worker0.2.pt.trace.json",
+                                                             str(tmp_path / "n" / "w.pt.trace.json"))]
+    assert len(d.notes) == 1 and d.notes[0].startswith("BASE holds 2 spans of worker0")
+    mm = next(op for op in d.ranks[0].cpu_ops if op.name == "aten::mm")
+    assert mm.self_with_runtime_per_step_us == Delta(50.0, 50.0, 0.0, 0.0)
+    assert mm.self_per_step_us == Delta(49.5, 49.5, 0.0, 0.0)  # less its launch call

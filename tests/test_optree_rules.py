@@ -1,13 +1,14 @@
 """The CPU ops' nesting (``op_tree``) as pure logic: hand-made ``cpu_op`` events fed to the pass's ``Collected``,
-each op's direct children's time and its top-level op worked out here. The walk trusts kineto's file order and
-checks it; ``_walk`` with the check on gives up (None) on an order that is not (start, -duration) per thread."""
+each op's direct children's time, its top-level op and the runtime calls it made itself worked out here. The walk
+trusts kineto's file order and checks it; ``_walk`` with the check on gives up (None) on an order that is not
+(start, -duration) per thread."""
 
 from __future__ import annotations
 
 import pytest
 
 from lightx2v.trace_summary.collect import Collected
-from lightx2v.trace_summary.optree import _walk, op_tree
+from lightx2v.trace_summary.optree import _walk, op_tree, self_times
 
 
 def collected(*ops: tuple[str, float, float] | tuple[str, float, float, int]) -> Collected:
@@ -92,3 +93,41 @@ def test_the_checked_walk_gives_up_on_a_start_going_back_or_a_longer_op_after_a_
 def test_the_unchecked_walk_takes_the_order_given():
     result = _walk([0, 3, 1, 2], False, THREAD, TS, DUR)  # 3 before 1 at the same start: 1 is put inside 3
     assert result is not None and list(result[0]) == [2.0, 0.0, 0.0, 4.0] and list(result[1]) == [0, 0, 2, 0]
+
+
+def with_calls(ops, calls) -> Collected:
+    """Collected over cpu_op events (name, start, duration, tid) and runtime calls (name, start, duration, tid)."""
+    c = Collected()
+    c.feed([{"ph": "X", "cat": "cpu_op", "name": n, "pid": 1, "tid": t, "ts": 1000.0 + ts, "dur": d, "args": {}}
+            for n, ts, d, t in ops]
+           + [{"ph": "X", "cat": "cuda_runtime", "name": n, "pid": 1, "tid": t, "ts": 1000.0 + ts, "dur": d,
+               "args": {"correlation": i}} for i, (n, ts, d, t) in enumerate(calls)])
+    return c
+
+
+def test_a_runtime_call_belongs_to_the_innermost_op_around_it_on_its_thread_and_leaves_its_self_time():
+    c = with_calls([("aten::to", 0.0, 100.0, 1), ("aten::copy_", 10.0, 80.0, 1), ("aten::mm", 0.0, 50.0, 2)],
+                   [("cudaMemcpyAsync", 20.0, 40.0, 1),  # inside copy_ (and to): copy_'s
+                    ("cudaStreamSynchronize", 60.0, 20.0, 1),
+                    ("cudaLaunchKernel", 95.0, 2.0, 1),  # after copy_ ends, inside to: to's
+                    ("cudaLaunchKernel", 10.0, 1.0, 2),  # thread 2: mm's
+                    ("cudaMalloc", 200.0, 5.0, 1),  # outside every op: nobody's
+                    ("cudaLaunchKernel", 85.0, 10.0, 1)])  # runs past copy_'s end: to's, the op holding all of it
+    t = op_tree(c)
+    assert list(t.runtime_us) == [2.0 + 10.0, 60.0, 1.0]
+    # to: 100 - copy_ 80 - 12; copy_: 80 - 60; mm: 50 - 1
+    assert list(self_times(c, t)) == [8.0, 20.0, 49.0]
+
+
+def test_runtime_calls_longer_than_what_their_op_has_left_give_it_no_self_time_not_a_negative_one():
+    # the sync overlaps inner's end, so it is outer's: 10 - 5 - (4.5 + 1.5) < 0 (timestamps that do not nest)
+    c = with_calls([("outer", 0.0, 10.0, 1), ("inner", 1.0, 5.0, 1)], [("cudaDeviceSynchronize", 5.5, 4.5, 1),
+                                                                     ("cudaLaunchKernel", 0.0, 1.5, 1)])
+    t = op_tree(c)
+    assert list(t.runtime_us) == [6.0, 0.0] and list(self_times(c, t)) == [0.0, 5.0]
+
+
+def test_a_trace_without_runtime_calls_has_no_runtime_times_and_self_is_duration_less_children():
+    c = collected(*LINEAR)
+    t = op_tree(c)
+    assert t.runtime_us is None and list(self_times(c, t)) == [100.0 - 84.0, 80.0 - 40.0, 40.0, 4.0]

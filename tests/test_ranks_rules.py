@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from lightx2v.trace_summary.model import GpuTotals, RankRow, RankSummary, StepStats, Straggler
-from lightx2v.trace_summary.ranks import rank_rows, straggler
+from lightx2v.trace_summary.ranks import are_spans, rank_rows, straggler
 
 GPU = GpuTotals(busy_us=1.0, activity_us=1.0, kernel_count=1, kernel_us=1.0, memcpy_us=0.0, memset_us=0.0,
                 streams=1, devices=1)
@@ -19,11 +19,11 @@ def step(wall_us: float, busy_us: float | None = None) -> StepStats:
 
 
 def rank(n: int | None, steps: list[StepStats], gpu: GpuTotals | None = GPU, comm: float | None = None,
-         worker: str = "") -> RankSummary:
+         worker: str = "", start: float | None = None, span: float = 1.0) -> RankSummary:
     return RankSummary(file=f"r{n}.json", size_bytes=1, compressed=False, worker=worker or f"w{n}", rank=n,
-                       world_size=2, devices=[], versions={}, event_count=1, trace_span_us=1.0, steps=steps, gpu=gpu,
+                       world_size=2, devices=[], versions={}, event_count=1, trace_span_us=span, steps=steps, gpu=gpu,
                        idle=None, top_kernels=[], top_cpu_ops=[], cpu_self_total_us=0.0, memory_ops=[],
-                       gpu_comm_us=comm)
+                       gpu_comm_us=comm, trace_start_us=start)
 
 
 def row(n: int, wall: float, busy: float | None = None, comm: float | None = None) -> RankRow:
@@ -106,3 +106,31 @@ def test_a_rank_without_busy_time_counts_as_no_compute():
     rows = [row(0, 100.0, None, 0.0), row(1, 100.5, 10.0, 5.0), row(2, 101.0, 20.0, 10.0)]
     got = straggler(rows)
     assert (got.rank, got.criterion, got.slower_than_fastest_pct) == (2, "gpu_compute", 0.0)
+
+
+# --- are_spans ------------------------------------------------------------------------------------------------
+
+def span(start: float, length: float, n: int | None = None, worker: str = "worker0") -> RankSummary:
+    return rank(n, [step(100.0)], worker=worker, start=start, span=length)
+
+
+def test_captures_without_a_rank_that_never_overlap_in_time_are_spans_in_any_order():
+    assert are_spans([span(1000.0, 500.0), span(470e6, 900.0)])  # 8 minutes apart
+    assert are_spans([span(470e6, 900.0), span(1000.0, 500.0), span(2000.0, 10.0, worker="w1")])
+    assert are_spans([span(0.0, 10.0), span(10.0, 10.0)])  # one ends where the next starts
+
+
+def test_captures_that_overlap_in_time_are_no_spans_even_by_a_microsecond():
+    assert not are_spans([span(0.0, 10.0), span(9.0, 10.0)])
+    assert not are_spans([span(0.0, 10.0), span(100.0, 10.0), span(5.0, 1.0)])  # the third inside the first
+
+
+def test_captures_of_distinct_recorded_ranks_are_ranks_however_far_apart():
+    assert not are_spans([span(0.0, 10.0, n=0), span(100.0, 10.0, n=1)])
+    assert are_spans([span(0.0, 10.0, n=0), span(100.0, 10.0, n=0)])  # rank 0 twice: two captures of it
+    assert are_spans([span(0.0, 10.0, n=0), span(100.0, 10.0)])
+
+
+def test_one_file_or_a_file_without_timed_events_makes_no_spans():
+    assert not are_spans([span(0.0, 10.0)]) and not are_spans([])
+    assert not are_spans([span(0.0, 10.0), rank(None, [], start=None)])

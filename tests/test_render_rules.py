@@ -4,6 +4,8 @@ several ranks), each written out here by hand: columns, decimals, units, order a
 
 from __future__ import annotations
 
+import pytest
+
 from lightx2v.trace_summary.model import (
     CpuOpStat,
     DamagedFile,
@@ -34,6 +36,7 @@ from lightx2v.trace_summary.model import (
 )
 from lightx2v.trace_summary.render import (
     format_bytes,
+    format_duration,
     format_ms,
     format_pct,
     format_signed_bytes,
@@ -568,6 +571,53 @@ def test_files_without_ranks_or_with_one_rank_twice_are_trace_files_and_a_long_w
         "Run run-1: 2 trace files (workers or spans) (/runs/a)"
     assert render_run(run([rank(rank=0), rank(rank=None)])).split("\n")[0] == \
         "Run run-1: 2 trace files (workers or spans) (/runs/a)"
+
+
+def test_spans_say_so_with_when_each_started_and_no_straggler_and_each_report_says_which_span_it_is():
+    s1, s2 = rank(worker="worker0", trace_start_us=1e9), rank(worker="worker0", trace_start_us=1e9 + 470_400_000)
+    out = render_run(run([s1, s2], comparison=[row(None, "worker0"), row(None, "worker0", busy=None)], spans=True))
+    assert out.split("\n")[:6] == [
+        "Run run-1: 2 spans of worker0 (/runs/a)",
+        "  spans: captures at different times (none overlaps another, no rank recorded), side by side; not ranks, "
+        "no straggler",
+        "",
+        "  span  worker                        started steps    step ms  GPU busy ms  busy %   comm ms",
+        "     1  worker0                        +0.0 s     3     20.000       15.000    75.0     1.250",
+        "     2  worker0                   +7 min 50 s     3     20.000            -       -         -",
+    ]
+    assert "straggler:" not in out
+    assert out.endswith("\n".join(["", "=" * 100, render_rank(s1, span="span 1 of 2"), "", "=" * 100,
+                                   render_rank(s2, span="span 2 of 2")]))
+    assert render_rank(s2, span="span 2 of 2").split("\n")[0] == "Trace summary: worker0, span 2 of 2"
+    three = [rank(worker=w, rank=0, trace_start_us=t) for w, t in (("a", 0.0), ("b", 59_960_000.0), ("a", 7.3e9))]
+    out = render_run(run(three, comparison=[row(0, "a"), row(0, "b"), row(0, "a")], spans=True)).split("\n")
+    assert out[0] == "Run run-1: 3 spans of a, b (/runs/a)"
+    assert "no distinct ranks recorded" in out[1]  # rank 0 three times
+    assert [line[:45] for line in out[4:7]] == ["     1  a                              +0.0 s",
+                                                "     2  b                             +60.0 s",
+                                                "     3  a                          +2 h 1 min"]
+
+
+@pytest.mark.parametrize("us, text", [(0.0, "0.0 s"), (59_949_999.0, "59.9 s"), (59_950_000.0, "60.0 s"),
+                                      (60_000_000.0, "1 min 0 s"), (470_400_000.0, "7 min 50 s"),
+                                      (3_599_400_000.0, "59 min 59 s"), (7_260_000_000.0, "2 h 1 min")])
+def test_a_time_between_captures_reads_in_seconds_then_minutes_then_hours(us, text):
+    assert format_duration(us) == text
+
+
+def test_the_top_cpu_ops_of_a_gpu_trace_show_the_cuda_api_time_each_op_spent_beside_its_self_time():
+    ops = [CpuOpStat(name="aten::mm", calls=5, self_us=3000.0, total_us=4500.0, mean_self_us=600.0,
+                     pct_of_cpu_self=75.0, self_with_runtime_us=3100.0),
+           CpuOpStat(name="aten::empty", calls=12, self_us=1000.0, total_us=1000.0, mean_self_us=83.3,
+                     pct_of_cpu_self=25.0, self_with_runtime_us=1000.0)]
+    assert lines_of(rank(top_cpu_ops=ops, cpu_self_total_us=4000.0))[-5:] == [
+        "",
+        "Top 2 CPU ops by self time (all CPU ops: 4.000 ms self; as TensorBoard's, without the CUDA API calls the op "
+        "made itself)",
+        "  % self    self ms CUDA API ms   total ms   calls  op",
+        "    75.0      3.000       0.100      4.500       5  aten::mm",
+        "    25.0      1.000       0.000      1.000      12  aten::empty",
+    ]
 
 
 def test_damaged_files_are_listed_under_the_title_even_beside_a_single_rank():

@@ -1,6 +1,7 @@
 """Per-step values of one rank (`lightx2v.trace_summary.series`), fast: a hand-made kineto trace fed to the pass
 (no file), then the step series ``--diff`` tells change from noise with: each kernel's, each (label, op) group's
-and each CPU op's self time per step, every figure worked out here from the events written."""
+and each CPU op's self time per step (without its runtime calls, 0.5 us each in these traces), every figure worked
+out here from the events written."""
 
 from __future__ import annotations
 
@@ -58,7 +59,8 @@ def test_each_cpu_op_has_its_self_time_in_the_step_that_holds_its_start():
     k.op("aten::t", 450.0, [], dur=30.0)  # inside aten::linear: 200 - 30 = 170 self
     k.op("aten::tiny", 1880.0, [], dur=0.5)  # starts in step 2, runs past its end
     s = series_of(k)
-    assert s.cpu_self_us == {"aten::mm": [50.0, 50.0], "aten::add": [0.0, 50.0], "aten::linear": [170.0, 0.0],
+    # each launch's runtime call (0.5 us) is not its op's self time: mm 50 - 0.5, add 50 - 2 x 0.5
+    assert s.cpu_self_us == {"aten::mm": [49.5, 49.5], "aten::add": [0.0, 49.0], "aten::linear": [170.0, 0.0],
                              "aten::t": [30.0, 0.0], "aten::tiny": [0.0, 0.5]}
 
 
@@ -93,14 +95,14 @@ def test_a_trace_without_steps_is_one_step_of_the_whole_trace():
     k = Kineto()
     k.op("aten::mm", 0.0, [("kernel", "gemm", 20.0)])
     s = series_of(k)
-    assert len(s.steps) == 1 and s.kernel_us == {"gemm": [20.0]} and s.cpu_self_us == {"aten::mm": [50.0]}
+    assert len(s.steps) == 1 and s.kernel_us == {"gemm": [20.0]} and s.cpu_self_us == {"aten::mm": [49.5]}
 
 
 def test_a_kernel_and_an_op_repeated_in_one_step_add_up():
     k = two_steps()
     k.op("aten::mm", 600.0, [("kernel", "gemm", 70.0)], dur=30.0)  # gemm 700..770, in step 1
     s = series_of(k)
-    assert s.kernel_us["gemm"] == [270.0, 100.0] and s.cpu_self_us["aten::mm"] == [80.0, 50.0]
+    assert s.kernel_us["gemm"] == [270.0, 100.0] and s.cpu_self_us["aten::mm"] == [79.0, 49.5]
     assert s.group_us[("", "aten::mm")] == [70.0, 0.0]  # outside the attn label: a group of its own
 
 
@@ -111,4 +113,4 @@ def test_work_outside_every_step_written_first_does_not_stop_the_count_of_the_re
     k.events = k.events[written:] + k.events[:written]  # its events first in the file
     s = series_of(k)
     assert "early_k" not in s.kernel_us and "aten::early" not in s.cpu_self_us
-    assert s.kernel_us["gemm"] == [200.0, 100.0] and s.cpu_self_us["aten::mm"] == [50.0, 50.0]
+    assert s.kernel_us["gemm"] == [200.0, 100.0] and s.cpu_self_us["aten::mm"] == [49.5, 49.5]

@@ -12,9 +12,9 @@ import pytest
 from lightx2v.trace_summary.discover import RunFiles
 from lightx2v.trace_summary.errors import TraceError
 from lightx2v.trace_summary.model import DamagedFile, PeakSpec, SkippedFile
-from lightx2v.trace_summary.summarize import summarize_paths, summarize_run
+from lightx2v.trace_summary.summarize import span_runs, summarize_paths, summarize_run
 
-from helpers.small_trace import LIBRARY_FRAME, small_trace
+from helpers.small_trace import LIBRARY_FRAME, T0, small_trace
 
 TRUNCATED = "truncated trace: the JSON ends early (the file was cut off while being written?)"
 PEAK = PeakSpec(device="", gpu="--peak", tflops={"fp8": 989.0, "bf16": 989.0, "tf32": 989.0, "fp32": 989.0},
@@ -84,6 +84,26 @@ def test_two_ranks_are_compared_and_the_slower_one_is_the_straggler(tmp_path):
     assert [(row.rank, row.step_wall_us) for row in run.comparison] == [(0, 2000.0), (1, 3000.0)]
     assert run.straggler.rank == 1 and run.straggler.criterion == "step_wall"
     assert run.straggler.slower_than_fastest_pct == pytest.approx(50.0)
+
+
+def test_captures_of_one_worker_at_different_times_are_its_spans_oldest_first_without_a_straggler(tmp_path):
+    later = small_trace(tmp_path / "worker0.1.pt.trace.json", start=T0 + 470e6, step_us=3000.0)  # 7 min 50 s on
+    earlier = small_trace(tmp_path / "worker0.2.pt.trace.json", step_us=2000.0)
+    (run,) = summarize_paths([str(tmp_path)])
+    assert run.spans and [r.file for r in run.ranks] == [earlier, later]  # by time, not by name
+    assert [r.trace_start_us for r in run.ranks] == [T0, T0 + 470e6]  # their first step's start
+    assert [row.step_wall_us for row in run.comparison] == [2000.0, 3000.0] and run.straggler is None
+    first, second = span_runs(run)
+    assert (first.label, first.path, first.ranks, first.spans) == (f"{tmp_path.name} span 1", earlier,
+                                                                    [run.ranks[0]], False)
+    assert (second.label, second.path, second.ranks) == (f"{tmp_path.name} span 2", later, [run.ranks[1]])
+
+
+def test_files_without_a_rank_that_overlap_in_time_are_no_spans_and_the_slower_one_is_the_straggler(tmp_path):
+    small_trace(tmp_path / "worker0.1.pt.trace.json", step_us=2000.0)
+    small_trace(tmp_path / "worker1.1.pt.trace.json", start=T0 + 1000.0, step_us=3000.0)
+    (run,) = summarize_paths([str(tmp_path)])
+    assert not run.spans and run.straggler.worker == "worker1"
 
 
 def test_ranks_are_ordered_by_rank_then_the_files_without_one_by_worker(tmp_path):

@@ -1,11 +1,17 @@
-"""The summary on traces we did not write, held against Holistic Trace Analysis (HTA 0.5) on the same files.
+"""The summary on traces we did not write, held against Holistic Trace Analysis (HTA 0.5) and against the
+TensorBoard plugin (torch-tb-profiler 0.4.3) on the same files.
 
-The corpus (tests/fixtures/hta, MIT, see its README) is a selection of HTA's own public test traces: V100, A100,
+The HTA corpus (tests/fixtures/hta, MIT, see its README) is a selection of HTA's own public test traces: V100, A100,
 MI250 and CPU-only captures, kineto from 2023 to 2026, old ``Kernel``/``Runtime`` categories, ``cuda_driver``
 launches, fractional-nanosecond timestamps, and GPU events whose ``External id`` is the correlation id. HTA reads
 each with its nanoseconds kept (``HTA_DISABLE_NS_ROUNDING=1``) and its last step included. HTA leaves out GPU
 events without a launch record; where a trace has such events, the comparison runs on a copy without them
 (what HTA sees), and the full trace is checked for what HTA cannot say.
+
+The plugin's corpus (tests/fixtures/tb_plugin, BSD, see its README) is its own ResNet-50 samples, trimmed: kineto
+of 2021, two spans of one worker per folder, labels written as ops. The plugin's own parser (``RunProfileData``,
+what its views show) reads each file in this process, and the summary's figures are held against its figures:
+steps, step times, per-step GPU time, kernels, each op's self host duration, which events are ops, spans.
 """
 
 from __future__ import annotations
@@ -196,3 +202,105 @@ def test_the_overview_page_shows_idle_by_cause_and_the_sync_that_held_the_gpu():
     # the same split the text summary gives: host wait first, then the syncs named by op and call
     assert ">host wait</td>" in table and ">short gaps</td>" in table
     assert "sync: aten::to → cudaStreamSynchronize" in table and "sync: aten::item → cudaStreamSynchronize" in table
+
+
+# --- against the TensorBoard plugin ---------------------------------------------------------------------------
+
+TB_CORPUS = Path(__file__).resolve().parent / "fixtures" / "tb_plugin"
+TB_SAMPLES = sorted(str(p.relative_to(TB_CORPUS)) for p in TB_CORPUS.glob("*/*.pt.trace.json.gz"))
+# TensorBoard (like torch's own profiler table) counts an op whose only child op has its own name once: aten::div
+# calling aten::div is 1 call there, 2 here. Self time is the same either way; calls and total time differ.
+NESTED_IN_ITSELF = {"aten::div"}
+
+
+@pytest.fixture(scope="module")
+def tensorboard(tmp_path_factory):
+    """rel -> the plugin's RunProfileData of that sample, processed and analyzed as its views use it."""
+    from torch_tb_profiler.profiler.data import RunProfileData
+
+    out = {}
+    for rel in TB_SAMPLES:
+        data = RunProfileData.parse("worker0", 1, str(TB_CORPUS / rel), str(tmp_path_factory.mktemp("tb_cache")))
+        data.process()
+        data.analyze()
+        out[rel] = data
+    return out
+
+
+def test_the_plugins_corpus_is_four_spans_small_and_licensed():
+    assert TB_SAMPLES == ["resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
+                          "resnet50_num_workers_0/worker0.1623143566756.pt.trace.json.gz",
+                          "resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz",
+                          "resnet50_num_workers_4/worker0.1623213129365.pt.trace.json.gz"]
+    assert sum(p.stat().st_size for p in TB_CORPUS.rglob("*") if p.is_file()) <= 3 << 19  # 1.5 MiB
+    assert "BSD License" in (TB_CORPUS / "LICENSE").read_text()
+    assert "041e7ce99f1562dd81232ee58b7c454ef16bfae2" in (TB_CORPUS / "README.md").read_text()
+
+
+@pytest.mark.parametrize("rel", TB_SAMPLES)
+@pytest.mark.slow
+def test_steps_step_times_gpu_time_and_kernels_agree_with_tensorboard(tensorboard, rel):
+    from torch_tb_profiler.profiler.event_parser import ProfileRole
+
+    data, r = tensorboard[rel], analyze_trace(str(TB_CORPUS / rel))
+    assert [s.name for s in r.steps] == [f"ProfilerStep#{n}" for n in data.steps_names] and len(r.steps) == 3
+    # the mean step time is the same; a step's own time is not (TensorBoard gives a step the GPU tail its work ran
+    # past the next step's start, the summary gives it to that step and reports it as the first step's lag)
+    mean = sum(s.wall_us for s in r.steps) / len(r.steps)
+    assert mean == pytest.approx(data.avg_costs.costs[ProfileRole.Total], abs=1e-6)
+    gpu = [sum(s.costs[role] for role in (ProfileRole.Kernel, ProfileRole.Memcpy, ProfileRole.Memset))
+           for s in data.steps_costs]
+    assert [s.gpu_launched_us for s in r.steps] == gpu
+    theirs = {name: (calls, total) for name, calls, total in
+              zip(data.kernel_stat.index, data.kernel_stat["count"], data.kernel_stat["sum"], strict=True)}
+    assert {k.name: (k.calls, k.total_us) for k in r.tables.kernels} == theirs
+
+
+@pytest.mark.parametrize("rel", TB_SAMPLES)
+@pytest.mark.slow
+def test_every_ops_self_host_duration_agrees_with_tensorboard_and_labels_are_no_ops(tensorboard, rel):
+    theirs = {op.name: op for op in tensorboard[rel].op_list_groupby_name}
+    ours = {op.name: op for op in analyze_trace(str(TB_CORPUS / rel)).tables.cpu_ops}
+    # the same ops: enumerate(DataLoader)#..., Optimizer.step#SGD.step and Optimizer.zero_grad#... are labels there
+    assert set(ours) == set(theirs)
+    assert {name: round(op.self_us) for name, op in ours.items()} == \
+        {name: op.self_host_duration for name, op in theirs.items()}
+    assert {name: (op.calls, op.total_us) for name, op in ours.items() if name not in NESTED_IN_ITSELF} == \
+        {name: (op.calls, op.host_duration) for name, op in theirs.items() if name not in NESTED_IN_ITSELF}
+
+
+@pytest.mark.slow
+def test_the_runtime_calls_an_op_makes_are_not_its_self_time_but_are_reported_beside_it():
+    r = analyze_trace(str(TB_CORPUS / "resnet50_num_workers_4/worker0.1623213129365.pt.trace.json.gz"))
+    (copy,) = [op for op in r.tables.cpu_ops if op.name == "aten::copy_"]
+    # the batch's host-to-device copy: 6 calls, 63.956 ms, nearly all of it in cudaMemcpyAsync and the sync after
+    assert (copy.calls, copy.total_us, copy.self_us, copy.self_with_runtime_us) == (6, 63956.0, 105.0, 63956.0)
+    assert r.cpu_self_total_us == pytest.approx(sum(op.self_us for op in r.tables.cpu_ops))
+    text = render_rank(r)
+    table = text[text.index("CPU ops by self time"):].splitlines()
+    assert table[0].endswith("self; as TensorBoard's, without the CUDA API calls the op made itself)")
+    assert table[1] == "  % self    self ms CUDA API ms   total ms   calls  op"
+    assert not any(line.endswith("  aten::copy_") for line in table)  # 0.105 ms self: not among the top 10
+
+
+@pytest.mark.parametrize("folder", ["resnet50_num_workers_0", "resnet50_num_workers_4"])
+@pytest.mark.slow
+def test_two_captures_of_one_worker_are_its_spans_as_tensorboard_lists_them_without_a_straggler(folder):
+    from torch_tb_profiler import consts
+
+    from lightx2v.trace_summary import render_runs, summarize_paths, to_json
+
+    # the plugin's RunLoader: a file is worker.<span>.pt.trace.json; a worker's spans are numbered in their order
+    found = sorted((m.group(1), m.group(2), name) for name in os.listdir(TB_CORPUS / folder)
+                   if (m := consts.WORKER_PATTERN.match(name)))
+    tensorboard_spans = [(worker, name) for worker, _, name in found]
+    (run,) = summarize_paths([str(TB_CORPUS / folder)])
+    assert run.spans and run.straggler is None
+    assert [(r.worker, os.path.basename(r.file)) for r in run.ranks] == tensorboard_spans  # span 1, span 2
+    text = render_runs([run])
+    assert text.startswith(f"Run {folder}: 2 spans of worker0 (")
+    assert "straggler:" not in text and "workers or spans" not in text  # no straggler line
+    assert "Trace summary: worker0, span 1 of 2" in text and "Trace summary: worker0, span 2 of 2" in text
+    doc = to_json([run])["runs"][0]
+    assert doc["spans"] is True and doc["straggler"] is None
+    assert doc["ranks"][1]["trace_start_us"] > doc["ranks"][0]["trace_start_us"] + doc["ranks"][0]["trace_span_us"]

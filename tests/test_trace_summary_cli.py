@@ -40,14 +40,15 @@ def test_json_output_has_the_documented_fields():
     doc = json.loads(proc.stdout)
     assert doc["schema"] == SCHEMA
     (run,) = doc["runs"]
-    assert set(run) == {"label", "path", "ranks", "comparison", "straggler", "skipped_files", "damaged_files"}
+    assert set(run) == {"label", "path", "ranks", "comparison", "straggler", "skipped_files", "damaged_files",
+                        "spans"}
     assert run["skipped_files"] == [] and run["damaged_files"] == []
     assert run["comparison"] is None and run["straggler"] is None
     (rank,) = run["ranks"]
     assert set(rank) == {"file", "size_bytes", "compressed", "worker", "rank", "world_size", "devices", "versions",
                          "event_count", "trace_span_us", "steps", "gpu", "idle", "top_kernels", "top_cpu_ops",
-                         "cpu_self_total_us", "memory_ops", "gpu_comm_us", "notes", "skipped_events", "memory",
-                         "launch_links", "efficiency", "frames"}
+                         "cpu_self_total_us", "memory_ops", "gpu_comm_us", "trace_start_us", "notes",
+                         "skipped_events", "memory", "launch_links", "efficiency", "frames"}
     assert rank["skipped_events"] == []  # a real trace: nothing malformed
     (step,) = rank["steps"]
     assert set(step) == {"name", "number", "start_us", "wall_us", "cpu_us", "gpu_busy_us", "gpu_busy_pct",
@@ -63,7 +64,7 @@ def test_json_output_has_the_documented_fields():
                                 "streams", "devices"}
     assert set(rank["top_kernels"][0]) == {"name", "short_name", "calls", "total_us", "mean_us", "pct_of_gpu_time"}
     assert set(rank["top_cpu_ops"][0]) == {"name", "calls", "self_us", "total_us", "mean_self_us",
-                                           "pct_of_cpu_self"}
+                                           "pct_of_cpu_self", "self_with_runtime_us"}
     assert set(rank["memory_ops"][0]) == {"kind", "name", "calls", "total_us", "bytes"}
     assert len(rank["top_kernels"]) == 6 and len(rank["top_cpu_ops"]) == 10
     assert step["kernel_count"] == 120 and rank["gpu"]["kernel_count"] == 120

@@ -84,8 +84,8 @@ def test_help_lists_every_option_with_what_it_does(capsys, monkeypatch):
                            "[--json] PATH [PATH ...] ")
     for line in (
             "Summarize torch.profiler traces: steps, GPU busy/idle time, top kernels and CPU ops, slowest rank.",
-            "--diff compare two captures: PATH is BASE NEW, or one logdir (its two newest runs: older is BASE); "
-            "the verdict line comes first",
+            "--diff compare two captures: PATH is BASE NEW, or one logdir (its two newest runs: older is BASE) or "
+            "run directory of spans (its two newest spans); the verdict line comes first",
             "--top N rows in the kernel and CPU-op tables (default 10)",
             "--peak TFLOPS,TBPS the device's dense peak TFLOP/s and memory TB/s for the efficiency answers (e.g. "
             "989,4.8), instead of the peak table's row for the trace's GPU; for CPUs and GPUs not in the table",
@@ -98,11 +98,12 @@ def test_help_lists_every_option_with_what_it_does(capsys, monkeypatch):
             "the worker before its extension",
             "--collapsed-value {auto,gpu,cpu,memory} the value of --collapsed lines: gpu or cpu (nanoseconds per "
             "step), memory (bytes allocated per step); auto (default): gpu when the trace has GPU work, else cpu",
-            "--json print JSON (schema lightx2v.trace_summary/4, with --diff lightx2v.trace_summary.diff/3; see "
+            "--json print JSON (schema lightx2v.trace_summary/5, with --diff lightx2v.trace_summary.diff/4; see "
             "docs/trace_summary.md) instead of text",
             "PATH: a trace file (.json or .json.gz, TensorBoard or chrome format), a run directory (one file per "
             "rank), or a TensorBoard logdir (its newest run). Files given together from one directory are treated "
-            "as the ranks of one run. --diff BASE NEW: compare two captures (each a PATH), per profiled step: step "
+            "as the ranks of one run (its spans when none overlaps another in time and they record no ranks). "
+            "--diff BASE NEW: compare two captures (each a PATH), per profiled step: step "
             "time, GPU busy and idle, kernels and CPU ops added, removed and changed, each op's kernels, "
             "memcpy/memset, rank to rank; --diff LOGDIR compares its two newest runs. Exit status (both modes): 0 "
             "when everything was read (--diff: both sides read and compared); 1 for a data error: a PATH or trace "
@@ -119,7 +120,8 @@ def test_a_trace_prints_its_report_and_exits_0(tmp_path, capsys):
     lines = out.splitlines()
     assert lines[0] == "Trace summary: rank0_a (rank 0)"
     assert "Top 2 GPU kernels by total time (GPU activity 0.021 ms, busy 0.021 ms, 2 kernels on 1 stream(s))" in lines
-    assert lines[-1] == "    48.8      0.020      0.020       1  aten::op00" and out.endswith("0\n")
+    # self 19.5 us, and the op's launch call, 0.5 us, under CUDA API
+    assert lines[-1] == "    48.8      0.019       0.001      0.020       1  aten::op00" and out.endswith("0\n")
     assert "Frame tree (" not in out
 
 
@@ -127,7 +129,7 @@ def test_json_gives_the_schema_and_each_runs_ranks(tmp_path, capsys):
     status, out, err = run(capsys, trace(tmp_path, ops=2), "--json")
     assert status == 0 and err == "" and out.endswith("}\n")
     doc = json_of(out)
-    assert doc["schema"] == "lightx2v.trace_summary/4"
+    assert doc["schema"] == "lightx2v.trace_summary/5"
     (summary,) = doc["runs"]
     assert summary["label"] == "rank0_a.pt.trace.json" and [r["worker"] for r in summary["ranks"]] == ["rank0_a"]
     assert out.startswith('{\n  "schema"')  # indented by two
@@ -355,7 +357,7 @@ def test_diff_json_gives_its_schema_and_the_peak_and_frames_asked_for(tmp_path, 
     base, new = two_sides(tmp_path)
     status, out, _ = run(capsys, "--diff", base, new, "--json")
     doc = json_of(out)
-    assert status == 0 and doc["schema"] == "lightx2v.trace_summary.diff/3" and out.endswith("}\n")
+    assert status == 0 and doc["schema"] == "lightx2v.trace_summary.diff/4" and out.endswith("}\n")
     assert out.startswith('{\n  "schema"')  # indented by two
     (rank,) = doc["ranks"]
     assert rank["efficiency"]["base_mfu_pct"] is None
@@ -389,6 +391,30 @@ def test_diff_of_a_logdir_compares_its_two_newest_runs(tmp_path, capsys):
     assert status == 0 and out.startswith("NEW is 50.0% slower per step (+1.00 ms)")
     assert err == (f"trace_summary: comparing the two newest runs of {logdir}: BASE {logdir / 'old'}, "
                    f"NEW {logdir / 'new'}\n")
+
+
+def test_diff_of_a_run_directory_of_spans_compares_its_two_newest_spans(tmp_path, capsys):
+    folder = tmp_path / "spans"
+    for name, start, step_us in (("worker0.3.pt.trace.json", 900e6, 3000.0), ("worker0.1.pt.trace.json", 0.0, 9000.0),
+                                 ("worker0.2.pt.trace.json", 480e6, 2000.0)):
+        trace(folder, name, ops=1, start=1000.0 + start, step_us=step_us)
+    status, out, err = run(capsys, "--diff", str(folder))
+    assert status == 0 and out.startswith("NEW is 50.0% slower per step (+1.00 ms)")
+    assert err == (f"trace_summary: comparing the two newest spans of {folder}: "
+                   f"BASE {folder / 'worker0.2.pt.trace.json'}, NEW {folder / 'worker0.3.pt.trace.json'}\n")
+    assert f"  BASE  spans span 2 ({folder / 'worker0.2.pt.trace.json'}): 1 rank" in out
+
+
+def test_diff_of_a_run_directory_of_ranks_is_a_data_error_read_or_not(tmp_path, capsys):
+    ranks = tmp_path / "ranks"
+    trace(ranks, "rank0_a.pt.trace.json", ops=1)
+    trace(ranks, "rank1_a.pt.trace.json", ops=1)
+    error = "a run directory (its traces are one run), not a logdir of 2 runs: name the runs to compare"
+    assert run(capsys, "--diff", str(ranks)) == (1, "", f"trace_summary: error: {ranks}: {error}\n")
+    workers = tmp_path / "workers"  # no rank in their names: read, and found to overlap in time
+    trace(workers, "worker0.1.pt.trace.json", ops=1)
+    trace(workers, "worker1.1.pt.trace.json", ops=1)
+    assert run(capsys, "--diff", str(workers)) == (1, "", f"trace_summary: error: {workers}: {error}\n")
 
 
 def test_diff_of_a_logdir_with_one_run_is_a_data_error(tmp_path, capsys):

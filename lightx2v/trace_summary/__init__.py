@@ -16,7 +16,7 @@ Modules, one idea each, in the order data flows:
   ``flops`` (FLOPs and bytes per op from its recorded shapes), ``peaks`` (what the GPU can do) and
   ``efficiency`` (achieved rates against the roofline, the step's MFU), ``frames`` (where in your code: work by
   the Python frames of a with_stack capture);
-- a run: ``summarize`` (PATHs -> runs), ``ranks`` (straggler);
+- a run: ``summarize`` (PATHs -> runs), ``ranks`` (straggler; or spans, captures at different times);
 - two runs: ``diff`` with ``noise`` (change or noise, from the steps' own spread), ``efficiency_diff`` and
   ``frames_diff`` (per frame of your code);
 - output: ``model`` (dataclasses = the --json schema), ``render`` / ``render_diff`` / ``render_efficiency`` /

@@ -24,14 +24,15 @@ from tqdm import tqdm
 
 from ..fileio import write_atomically
 from .diff import compare_runs, diff_to_json
-from .discover import RunFiles, newest_runs, resolve, skipped_phrase
+from .discover import RunFiles, newest_runs, resolve, skipped_phrase, trace_files
 from .errors import TraceError
 from .frames import COLLAPSED_VALUES, collapsed_stacks
 from .model import PeakSpec, RunSummary, SkippedFile, to_json
+from .names import rank_from_name
 from .peaks import parse_peak
 from .render import render_runs
 from .render_diff import render_diff
-from .summarize import summarize_run
+from .summarize import span_runs, summarize_run
 
 COLLAPSED_CHOICES = ("auto", *COLLAPSED_VALUES)
 DATA_ERROR, USAGE_ERROR = 1, 2  # exit statuses (USAGE_ERROR is argparse's own)
@@ -66,14 +67,16 @@ def build_parser() -> argparse.ArgumentParser:
                     "slowest rank.",
         epilog="PATH: a trace file (.json or .json.gz, TensorBoard or chrome format), a run directory (one file "
                "per rank), or a TensorBoard logdir (its newest run). Files given together from one directory "
-               "are treated as the ranks of one run. --diff BASE NEW: compare two captures (each a PATH), per "
+               "are treated as the ranks of one run (its spans when none overlaps another in time and they record "
+               "no ranks). --diff BASE NEW: compare two captures (each a PATH), per "
                "profiled step: step time, GPU busy and idle, kernels and CPU ops added, removed and changed, "
                "each op's kernels, memcpy/memset, rank to rank; --diff LOGDIR compares its two newest runs. "
                + EXIT_STATUS)
     parser.add_argument("paths", nargs="+", metavar="PATH")
     parser.add_argument("--diff", action="store_true",
                         help="compare two captures: PATH is BASE NEW, or one logdir (its two newest runs: older "
-                             "is BASE); the verdict line comes first")
+                             "is BASE) or run directory of spans (its two newest spans); the verdict line comes "
+                             "first")
     parser.add_argument("--top", type=_positive, default=10, metavar="N",
                         help="rows in the kernel and CPU-op tables (default 10)")
     parser.add_argument("--peak", type=_peak, default=None, metavar="TFLOPS,TBPS",
@@ -94,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the value of --collapsed lines: gpu or cpu (nanoseconds per step), memory (bytes "
                              "allocated per step); auto (default): gpu when the trace has GPU work, else cpu")
     parser.add_argument("--json", action="store_true",
-                        help="print JSON (schema lightx2v.trace_summary/4, with --diff lightx2v.trace_summary.diff/3; "
+                        help="print JSON (schema lightx2v.trace_summary/5, with --diff lightx2v.trace_summary.diff/4; "
                              "see docs/trace_summary.md) instead of text")
     return parser
 
@@ -169,15 +172,22 @@ def _diff(paths: list[str], top: int, as_json: bool, peak: PeakSpec | None = Non
         if len(paths) == 1:
             if not os.path.isdir(paths[0]):
                 raise TraceError(paths[0], "--diff with one PATH needs a logdir holding two runs (or give BASE NEW)")
-            sides = newest_runs(paths[0])
-            print(f"trace_summary: comparing the two newest runs of {paths[0]}: BASE {sides[0].path}, "
-                  f"NEW {sides[1].path}", file=sys.stderr)
+            files = trace_files(paths[0])
+            named = [rank_from_name(f) for f in files]
+            if len(files) > 1 and (None in named or len(set(named)) < len(named)):  # spans, maybe: read to tell
+                (spans,) = _summarized([_one_run(paths[0])], top, peak, folded)
+                if not spans.spans:
+                    newest_runs(paths[0])  # raises: a run directory of ranks, not a logdir of runs
+                base, new = span_runs(spans)[-2:]
+                print(f"trace_summary: comparing the two newest spans of {paths[0]}: BASE {base.path}, "
+                      f"NEW {new.path}", file=sys.stderr)
+            else:  # a logdir (or a run directory of ranks: an error naming it)
+                sides = newest_runs(paths[0])
+                print(f"trace_summary: comparing the two newest runs of {paths[0]}: BASE {sides[0].path}, "
+                      f"NEW {sides[1].path}", file=sys.stderr)
+                base, new = _summarized(sides, top, peak, folded)
         else:
-            sides = [_one_run(path) for path in paths]
-        total = sum(_size(path) for run in sides for path in run.files)
-        with tqdm(total=total, unit="B", unit_scale=True, desc="reading", file=sys.stderr, disable=None,
-                  delay=1.0, leave=False) as bar:
-            base, new = (summarize_run(run, top, bar.update, peak=peak, folded=folded) for run in sides)
+            base, new = _summarized([_one_run(path) for path in paths], top, peak, folded)
         diff = compare_runs(base, new)
     except TraceError as exc:
         print(f"trace_summary: error: {exc}", file=sys.stderr)
@@ -197,6 +207,14 @@ def _diff(paths: list[str], top: int, as_json: bool, peak: PeakSpec | None = Non
     except BrokenPipeError:
         sys.stdout = None
     return 0
+
+
+def _summarized(sides: list[RunFiles], top: int, peak: PeakSpec | None, folded: bool) -> list[RunSummary]:
+    """``--diff``'s runs read, with a progress bar on a terminal when reading takes over a second."""
+    total = sum(_size(path) for run in sides for path in run.files)
+    with tqdm(total=total, unit="B", unit_scale=True, desc="reading", file=sys.stderr, disable=None,
+              delay=1.0, leave=False) as bar:
+        return [summarize_run(run, top, bar.update, peak=peak, folded=folded) for run in sides]
 
 
 def _one_run(path: str) -> RunFiles:

@@ -68,8 +68,8 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
     meta = stream.metadata
     gpu = gpu_work(c)
     has_gpu = gpu.totals is not None
-    tree = op_tree(c)
     chain = launch_chain(c)
+    tree = op_tree(c, chain.ops)
     frame_index = FrameIndex(c)  # built once, if a sync or the frame tree needs it
     found = step_stats(c, gpu.busy if has_gpu else None, gpu.is_kernel, chain, tree, code_line(frame_index))
     steps = found.steps
@@ -103,6 +103,7 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
         versions=versions(meta),
         event_count=c.events + stream.skipped,
         trace_span_us=c.span_hi - c.span_lo if c.span_hi >= c.span_lo else 0.0,
+        trace_start_us=c.span_lo + base if c.span_hi >= c.span_lo else None,
         steps=steps,
         gpu=gpu.totals,
         idle=idle_total(steps),

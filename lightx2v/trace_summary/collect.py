@@ -8,7 +8,9 @@ GPU activity (kernel, memcpy, memset); names are stored once. What is collected:
   names in ``shapes_of`` (those ``flops`` has a model for) also their ``Input Dims``, ``Input type``,
   ``Concrete Inputs`` and ``flops`` arguments (one set test per op on the hot path, the rest off it).
 - ``record_function`` labels (``user_annotation`` other than ``ProfilerStep#N``; a trace has few): thread,
-  name id, ts, dur.
+  name id, ts, dur. Older kineto (PyTorch 1.8-1.9) writes the labels torch itself opens as ops
+  (``enumerate(DataLoader)#...__next__``, ``Optimizer.step#SGD.step``): those are labels too (``is_label_op``,
+  TensorBoard's rule).
 - GPU activity (``kernel``, ``gpu_memcpy``, ``gpu_memset``; older ``Kernel``/``Memcpy``/``Memset``): start,
   dur, name id (a memory op's key is ``(kind, name)``), correlation id, External id, and per memory op name its
   bytes.
@@ -40,6 +42,11 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 STEP_PREFIX = "ProfilerStep#"
+# The record_function labels torch opens itself, which older kineto writes as ops (``cpu_op``/``Operator``): the
+# DataLoader's and DataPipe's next(), the optimizer's step and zero_grad, (Distributed)DataParallel.forward.
+# torch-tb-profiler recognizes them by these names (node.py: create_operator_node, is_operator_node, ExcludeOpName).
+LABEL_OP_PREFIXES = ("enumerate(DataLoader)#", "enumerate(DataPipe)#", "Optimizer.")
+LABEL_OP_NAMES = frozenset({"DataParallel.forward", "DistributedDataParallel.forward"})
 
 CPU_OP_CATS = frozenset({"cpu_op", "operator", "Operator"})
 LABEL_CATS = frozenset({"user_annotation"})
@@ -190,6 +197,15 @@ class Collected:
                 fr_dur(dur)
                 continue  # frames enclose the ops: they do not widen the trace's span
             if cat in cpu_cats and not name.startswith(STEP_PREFIX):
+                n = names.get(name)
+                if n is None and is_label_op(name):  # older kineto's label written as an op (a few per step)
+                    if not self._label(name, ts, dur, ev):
+                        continue
+                    if ts < span_lo:
+                        span_lo = ts
+                    if end > span_hi:
+                        span_hi = end
+                    continue
                 key = (ev.get("pid"), ev.get("tid"))
                 try:
                     t = threads.get(key)
@@ -198,7 +214,6 @@ class Collected:
                     continue
                 if t is None:
                     t = threads[key] = len(threads)
-                n = names.get(name)
                 if n is None:
                     n = names[name] = len(names)
                     if name in self.shapes_of:
@@ -375,6 +390,11 @@ class Collected:
             total = self.mem_bytes[g]
             self.mem_bytes[g] = total + nbytes if total is not None and nbytes is not None else None
         return g
+
+
+def is_label_op(name: str) -> bool:
+    """Whether an op event named ``name`` is a record_function label that older kineto wrote as an op."""
+    return name.startswith(LABEL_OP_PREFIXES) or name in LABEL_OP_NAMES
 
 
 def malformed_field(ev: dict[str, Any]) -> tuple[str, str]:

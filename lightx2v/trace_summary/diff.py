@@ -23,6 +23,8 @@ held. Definitions (also in docs/trace_summary.md, "Compare two captures"):
   distinct ranks with some in common, the files are paired in order ("by file order"), and a pair whose traces
   record different ranks is named ``rank 3 (BASE) vs rank 1 (NEW)``. The run's step time is its slowest rank's
   mean step wall.
+- Spans (``ranks.are_spans``: one process captured at different times) are no ranks: a side of spans is compared
+  by its newest span, and a note says so (``--diff`` of one run directory of spans compares its two newest).
 - Change or noise (``noise``): the step wall, each op group, kernel and CPU op is judged on its per-step values;
   the verdict names only changes beyond noise, and says "no change beyond noise (±x%)" when there is none, or
   that it cannot tell when a side has a single step. A delta that rounds to zero in the report is "same".
@@ -34,16 +36,18 @@ that prints as 0.000 ms), VERDICT_GROUPS (op groups the verdict names); the nois
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .efficiency_diff import EfficiencyChange, efficiency_change
 from .frames_diff import FramesChange, frames_change
-from .model import RankSummary, RankTables, RunSummary, StepSeries, Straggler, _rounded
+from .model import CpuOpStat, RankSummary, RankTables, RunSummary, StepSeries, Straggler, _rounded
 from .noise import NOISE, REAL, UNTESTED, Noise, judge
 from .ratios import percent
 
-DIFF_SCHEMA = "lightx2v.trace_summary.diff/3"  # 2: RankDiff.efficiency; 3: RankDiff.frames
+DIFF_SCHEMA = "lightx2v.trace_summary.diff/4"  # 2: RankDiff.efficiency; 3: RankDiff.frames; 4: CPU self time
+# without runtime calls, CpuOpChange.self_with_runtime_per_step_us, SideInfo.spans
 
 CHANGED_PCT = 0.5  # a per-step wall-time change smaller than this reads as "about the same" (one step a side)
 SAME_US = 0.0005 * 1000  # a time delta below half the report's last digit (0.001 ms) prints as 0.000: "same"
@@ -86,7 +90,8 @@ class KernelChange:
 
 @dataclass
 class CpuOpChange:
-    """One CPU op (by name) on both sides, per step: self time (TensorBoard's self host duration) and total."""
+    """One CPU op (by name) on both sides, per step: self time (TensorBoard's self host duration: without child ops
+    and the op's own CUDA runtime calls) and total."""
 
     name: str
     status: str
@@ -94,6 +99,8 @@ class CpuOpChange:
     self_per_step_us: Delta
     total_per_step_us: Delta
     noise: Optional[Noise] = None  # its per-step self time judged
+    # self time counting the op's own runtime calls (cpu_ops: self_with_runtime_us); None only when made by hand
+    self_with_runtime_per_step_us: Optional[Delta] = None
 
 
 @dataclass
@@ -159,7 +166,8 @@ class SideInfo:
     path: str
     ranks: int
     straggler: Optional[str]  # "rank 1 (worker)" when the side has several ranks, else None
-    step_wall_us: float  # the run's step time: the slowest rank's mean step wall
+    step_wall_us: float  # the run's step time: the slowest rank's mean step wall (spans: the newest span's)
+    spans: bool = False  # the side's files are spans (``ranks``): its newest was compared
 
 
 @dataclass
@@ -182,11 +190,12 @@ def compare_runs(base: RunSummary, new: RunSummary) -> RunDiff:
     for side, run in (("BASE", base), ("NEW", new)):
         if not run.ranks:
             raise ValueError(f"{side} ({run.path}) has no readable trace")
-    pairs, lone_base, lone_new, pairing = _pair_ranks(base.ranks, new.ranks)
+    notes: list[str] = []
+    base_ranks, new_ranks = _compared(base, "BASE", notes), _compared(new, "NEW", notes)
+    pairs, lone_base, lone_new, pairing = _pair_ranks(base_ranks, new_ranks)
     rank_diffs = [compare_ranks(b, n) for b, n in pairs]
-    notes = []
-    if len(base.ranks) != len(new.ranks):
-        notes.append(f"rank counts differ: BASE has {len(base.ranks)}, NEW has {len(new.ranks)}; "
+    if len(base_ranks) != len(new_ranks):
+        notes.append(f"rank counts differ: BASE has {len(base_ranks)}, NEW has {len(new_ranks)}; "
                      f"compared {len(pairs)} pair{'s' if len(pairs) != 1 else ''} "
                      + ("rank to rank" if pairing == BY_RANK else "in file order"))
     elif lone_base:
@@ -196,12 +205,12 @@ def compare_runs(base: RunSummary, new: RunSummary) -> RunDiff:
         more = f", and {len(crossed) - PAIRS_NAMED} more" if len(crossed) > PAIRS_NAMED else ""
         notes.append("paired by file order (the traces do not record the same ranks): "
                      + ", ".join(pair_label(r) for r in crossed[:PAIRS_NAMED]) + more)
-    b_info, n_info = _side(base), _side(new)
+    b_info, n_info = _side(base, base_ranks), _side(new, new_ranks)
     step = _delta(b_info.step_wall_us, n_info.step_wall_us)
-    if len(rank_diffs) == 1 and len(base.ranks) == len(new.ranks) == 1:
+    if len(rank_diffs) == 1 and len(base_ranks) == len(new_ranks) == 1:
         verdict, step_noise = rank_diffs[0].verdict, rank_diffs[0].step_noise
     else:
-        step_noise = judge(_walls(_slowest(base.ranks)), _walls(_slowest(new.ranks)))
+        step_noise = judge(_walls(_slowest(base_ranks)), _walls(_slowest(new_ranks)))
         verdict = _verdict(step, step_noise, _mean_group_deltas(rank_diffs), "per step of the slowest rank")
     return RunDiff(base=b_info, new=n_info, verdict=verdict, step_wall_us=step, step_noise=step_noise,
                    pairing=pairing, ranks=rank_diffs,
@@ -379,12 +388,21 @@ def _cpu_op_changes(base: RankSummary, new: RankSummary, nb: int, nn: int) -> li
         calls = _delta(ob.calls / nb if ob else 0.0, on.calls / nn if on else 0.0)
         self_us = _delta(ob.self_us / nb if ob else 0.0, on.self_us / nn if on else 0.0)
         total = _delta(ob.total_us / nb if ob else 0.0, on.total_us / nn if on else 0.0)
+        with_runtime = _delta(_with_runtime(ob, nb), _with_runtime(on, nn))
         same = _same(calls, self_us) and _same(calls, total)
         out.append(CpuOpChange(name=name, status=_status(ob is not None, on is not None, same),
                                calls_per_step=calls, self_per_step_us=self_us, total_per_step_us=total,
-                               noise=_judge_rows(base, new, lambda s: s.cpu_self_us, name)))
+                               noise=_judge_rows(base, new, lambda s: s.cpu_self_us, name),
+                               self_with_runtime_per_step_us=with_runtime))
     out.sort(key=lambda o: _by_abs_delta(o.self_per_step_us))
     return out
+
+
+def _with_runtime(op: CpuOpStat | None, steps: int) -> float | None:
+    """An op's self time with its own runtime calls, per step (0 when absent; None when not known)."""
+    if op is None:
+        return 0.0
+    return op.self_with_runtime_us / steps if op.self_with_runtime_us is not None else None
 
 
 def _memory_changes(base: RankSummary, new: RankSummary, nb: int, nn: int) -> list[MemoryChange]:
@@ -511,10 +529,22 @@ def _who(r: RankSummary | Straggler) -> str:
     return f"rank {r.rank} ({r.worker})" if r.rank is not None else r.worker
 
 
-def _side(run: RunSummary) -> SideInfo:
-    walls = [_mean(s.wall_us for s in r.steps) for r in run.ranks]
+def _side(run: RunSummary, compared: list[RankSummary]) -> SideInfo:
+    walls = [_mean(s.wall_us for s in r.steps) for r in compared]
     who = _who(run.straggler) if run.straggler is not None else None
-    return SideInfo(label=run.label, path=run.path, ranks=len(run.ranks), straggler=who, step_wall_us=max(walls))
+    return SideInfo(label=run.label, path=run.path, ranks=len(run.ranks), straggler=who, step_wall_us=max(walls),
+                    spans=run.spans)
+
+
+def _compared(run: RunSummary, side: str, notes: list[str]) -> list[RankSummary]:
+    """The traces of a side that are compared: its ranks, or of spans the newest (noted)."""
+    if not run.spans:
+        return run.ranks
+    newest = max(run.ranks, key=lambda r: r.trace_start_us or 0.0)
+    notes.append(f"{side} holds {len(run.ranks)} spans of {', '.join(sorted({r.worker for r in run.ranks}))} "
+                 f"(captures at different times, not ranks): compared its newest, {os.path.basename(newest.file)}; "
+                 "name a file to compare another")
+    return [newest]
 
 
 def _pair_ranks(base: list[RankSummary], new: list[RankSummary]

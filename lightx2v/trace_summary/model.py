@@ -10,7 +10,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-SCHEMA = "lightx2v.trace_summary/4"  # 2: RankSummary.efficiency; 3: RankSummary.frames; 4: SyncWait.line
+# 2: RankSummary.efficiency; 3: RankSummary.frames; 4: SyncWait.line; 5: CpuOpStat.self_us without the op's
+# runtime calls (TensorBoard's) and self_with_runtime_us, RankSummary.trace_start_us, RunSummary.spans
+SCHEMA = "lightx2v.trace_summary/5"
 
 
 @dataclass
@@ -87,12 +89,18 @@ class KernelStat:
 
 @dataclass
 class CpuOpStat:
+    """One CPU op name. Self time is TensorBoard's self host duration: without child ops and without the CUDA
+    runtime/driver calls the op made itself (``cpu_ops``)."""
+
     name: str
     calls: int
     self_us: float
     total_us: float
     mean_self_us: float
     pct_of_cpu_self: float  # share of the summed self time of all CPU ops
+    # self time counting the runtime calls the op made itself (cudaMemcpyAsync, syncs) as its own; None only in a
+    # summary made by hand
+    self_with_runtime_us: Optional[float] = None
 
 
 @dataclass
@@ -465,6 +473,7 @@ class RankSummary:
     cpu_self_total_us: float
     memory_ops: list[MemOpStat]
     gpu_comm_us: Optional[float]  # time in communication kernels (NCCL/RCCL) inside steps
+    trace_start_us: Optional[float] = None  # trace timestamp where the span starts (None: no timed events)
     notes: list[str] = field(default_factory=list)
     skipped_events: list[SkippedEvents] = field(default_factory=list)  # malformed events left out, by field
     tables: Optional[RankTables] = field(default=None, repr=False)  # everything, for --diff; not in --json
@@ -499,11 +508,12 @@ class Straggler:
 class RunSummary:
     label: str
     path: str
-    ranks: list[RankSummary]
+    ranks: list[RankSummary]  # with ``spans``: oldest first
     comparison: Optional[list[RankRow]]  # only with several ranks
-    straggler: Optional[Straggler]
+    straggler: Optional[Straggler]  # None for spans
     skipped_files: list[SkippedFile] = field(default_factory=list)  # files of a folder argument that are no traces
     damaged_files: list[DamagedFile] = field(default_factory=list)  # rank files that could not be read
+    spans: bool = False  # True: the files are spans (captures at different times, no rank), not ranks (``ranks``)
 
 
 def to_json(runs: list[RunSummary]) -> dict[str, Any]:

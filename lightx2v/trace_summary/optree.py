@@ -1,5 +1,12 @@
-"""The CPU ops' nesting, per thread, found by one stack walk: each op's children's time and its top-level op.
-``cpu_ops`` (self time) and ``attribution`` (who launched a kernel) read it.
+"""The CPU ops' nesting, per thread, found by one stack walk: each op's children's time and its top-level op,
+and the time of the CUDA runtime calls made directly in each op. ``cpu_ops`` and ``series`` (self time) and
+``attribution`` (who launched a kernel) read it.
+
+An op's self time (``self_times``) is TensorBoard's "self host duration": its duration less its direct child ops'
+and less the runtime and driver calls it made itself (``cudaLaunchKernel``, ``cudaMemcpyAsync``,
+``cudaStreamSynchronize``; torch-tb-profiler's ``node.py``: "cpu_self_time does not include runtime's time").
+A call belongs to the innermost op around it on its thread (the launch chain's rule, ``launch``), where TensorBoard
+uses the call's ``External id``: the same op on kineto's traces (tests/test_trace_corpus.py compares them).
 """
 
 from __future__ import annotations
@@ -9,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .collect import Collected
+from .enclosing import Enclosing
 
 NONE = -1
 
@@ -17,18 +25,44 @@ NONE = -1
 class OpTree:
     child_us: array  # per op: summed duration of its direct child ops (doubles: 8 bytes an op, not a float object)
     root: array  # per op: index of its top-level op (the outermost op around it; itself when none)
+    runtime_us: array | None = None  # per op: summed duration of the runtime/driver calls it made itself (None: 0)
 
 
-def op_tree(c: Collected) -> OpTree:
+def op_tree(c: Collected, ops: Enclosing | None = None) -> OpTree:
     """The walk in (start, -duration) order per thread. Kineto writes ops in that order, so the walk first trusts
-    the file order and checks it as it goes; only if the check fails does it sort (parents before children)."""
+    the file order and checks it as it goes; only if the check fails does it sort (parents before children).
+    ``ops``: the ops' nesting index, when the caller has one (``launch_chain`` builds it); made here otherwise,
+    and only for a trace with runtime calls."""
     thread, ts, dur = c.op_thread, c.op_ts, c.op_dur
     n = len(ts)
     result = _walk(range(n), True, thread, ts, dur)
     if result is None:
         result = _walk(sorted(range(n), key=lambda i: (ts[i], -dur[i])), False, thread, ts, dur)
     assert result is not None  # the sorted walk never gives up
-    return OpTree(child_us=result[0], root=result[1])
+    return OpTree(child_us=result[0], root=result[1], runtime_us=_runtime(c, ops) if len(c.rt_ts) and n else None)
+
+
+def self_times(c: Collected, tree: OpTree) -> array:
+    """Per op, its self time: TensorBoard's self host duration (duration less direct child ops and the runtime
+    calls it made itself; never below 0)."""
+    child, runtime = tree.child_us, tree.runtime_us
+    if runtime is None:
+        return array("d", (d - k if d > k else 0.0 for d, k in zip(c.op_dur, child, strict=True)))
+    return array("d", (d - k - r if d > k + r else 0.0
+                       for d, k, r in zip(c.op_dur, child, runtime, strict=True)))
+
+
+def _runtime(c: Collected, ops: Enclosing | None) -> array:
+    """Per op, the summed duration of the runtime and driver calls whose innermost op it is."""
+    if ops is None:
+        ops = Enclosing(c.op_thread, c.op_ts, c.op_dur)
+    out = array("d", bytes(8 * len(c.op_ts)))
+    innermost = ops.innermost
+    for t, lo, d in zip(c.rt_thread, c.rt_ts, c.rt_dur, strict=True):
+        o = innermost(t, lo, lo + d)
+        if o != NONE:
+            out[o] += d
+    return out
 
 
 def _walk(order: Iterable[int], check: bool, thread: Sequence[int], ts: Sequence[float], dur: Sequence[float]

@@ -1,4 +1,10 @@
-"""Several ranks of one run side by side, and which one is the straggler.
+"""Several ranks of one run side by side, and which one is the straggler; or spans, which have none.
+
+Files of one run are **spans**, not ranks, when no two of them overlap in time and they do not record distinct
+ranks (``distributedInfo`` or a ``rank<N>`` in the name): one process captured at different times (a schedule
+with ``repeat``, or two captures; TensorBoard lists them as spans of one worker). Ranks run together, so their
+captures overlap; spans have no straggler (a slower span is another moment, not a slower process), and
+``--diff`` pairs no span with a rank.
 
 The straggler is the rank with the longest mean step wall time. When all step times are within
 LOCKSTEP_SPREAD of each other, collectives have synchronized the ranks (the fast ones wait inside NCCL), so
@@ -8,10 +14,26 @@ with the most GPU compute time per step (busy minus time in NCCL/RCCL kernels), 
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from .model import RankRow, RankSummary, Straggler
 from .ratios import percent, relative
 
 LOCKSTEP_SPREAD = 0.05
+
+
+def are_spans(ranks: list[RankSummary]) -> bool:
+    """Whether these files are spans: two or more, without distinct recorded ranks, none overlapping another in
+    time (a file without timed events is no span)."""
+    if len(ranks) < 2:
+        return False
+    numbers = [r.rank for r in ranks]
+    if None not in numbers and len(set(numbers)) == len(numbers):
+        return False
+    if any(r.trace_start_us is None for r in ranks):
+        return False
+    times = sorted((r.trace_start_us or 0.0, (r.trace_start_us or 0.0) + r.trace_span_us) for r in ranks)
+    return all(later[0] >= earlier[1] for earlier, later in pairwise(times))
 
 
 def rank_rows(ranks: list[RankSummary]) -> list[RankRow]:

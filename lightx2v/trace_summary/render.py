@@ -14,7 +14,17 @@ from typing import TypeVar
 from .devices import unlisted
 from .memory import HINT as MEMORY_HINT
 from .memory import LEAK_MIN_STEPS
-from .model import Device, IdleStats, MemorySummary, RankSummary, RunSummary, SkippedEvents, SnapshotSummary, StepStats
+from .model import (
+    CpuOpStat,
+    Device,
+    IdleStats,
+    MemorySummary,
+    RankSummary,
+    RunSummary,
+    SkippedEvents,
+    SnapshotSummary,
+    StepStats,
+)
 from .names import cut as _cut
 from .ranks import LOCKSTEP_SPREAD
 from .ratios import percent
@@ -23,6 +33,7 @@ from .render_frames import frames_lines, tree_lines
 from .steps import IDLE_FLAG_RATIO, cause_times, idle_advice
 
 MAX_STEP_ROWS = 12
+CUDA_API_NOTE = "as TensorBoard's, without the CUDA API calls the op made itself"
 
 _Step = TypeVar("_Step")
 
@@ -38,18 +49,28 @@ def render_run(run: RunSummary, frame_tree: bool = False) -> str:
         return render_rank(run.ranks[0], frame_tree)
     ranks = [r.rank for r in run.ranks]
     one = len(run.ranks) == 1
-    if None not in ranks and len(set(ranks)) == len(ranks):
+    if run.spans:
+        workers = sorted({r.worker for r in run.ranks})
+        what = f"spans of {', '.join(workers)}"
+    elif None not in ranks and len(set(ranks)) == len(ranks):
         what = "rank" if one else "ranks"
     else:
         what = "trace file (a worker or span)" if one else "trace files (workers or spans)"
     count = f"{len(run.ranks)} {what}" + (f", {len(damaged)} more damaged" if damaged else "")
-    lines = [f"Run {run.label}: {count} ({run.path})", *damaged, ""]
+    lines = [f"Run {run.label}: {count} ({run.path})", *damaged]
+    if run.spans:
+        lines.append(f"  {spans_note(run)}")
+    lines.append("")
     if len(run.ranks) == 1:
         return "\n".join([*lines, render_rank(run.ranks[0], frame_tree)])
-    lines.append(f"  {'rank':>4}  {'worker':<24} {'steps':>5} {'step ms':>10} {'GPU busy ms':>12} "
-                 f"{'busy %':>7} {'comm ms':>9}")
-    for row in run.comparison or []:
-        lines.append(f"  {_opt(row.rank):>4}  {_cut(row.worker, 24):<24} {row.steps:>5} {_ms(row.step_wall_us):>10} "
+    first = run.ranks[0].trace_start_us or 0.0
+    lines.append(f"  {'span' if run.spans else 'rank':>4}  {'worker':<24} "
+                 + (f"{'started':>12} " if run.spans else "")
+                 + f"{'steps':>5} {'step ms':>10} {'GPU busy ms':>12} {'busy %':>7} {'comm ms':>9}")
+    for i, (row, r) in enumerate(zip(run.comparison or [], run.ranks, strict=False), 1):
+        lines.append(f"  {i if run.spans else _opt(row.rank):>4}  {_cut(row.worker, 24):<24} "
+                     + (f"{'+' + format_duration((r.trace_start_us or 0.0) - first):>12} " if run.spans else "")
+                     + f"{row.steps:>5} {_ms(row.step_wall_us):>10} "
                      f"{_ms(row.gpu_busy_us):>12} {_p(row.gpu_busy_pct):>7} {_ms(row.gpu_comm_us):>9}")
     s = run.straggler
     if s is not None:
@@ -64,14 +85,23 @@ def render_run(run: RunSummary, frame_tree: bool = False) -> str:
             lines.append(f"  straggler: {who}: step times are within {100 * LOCKSTEP_SPREAD:.0f}% (ranks wait for "
                          f"each other in collectives); it has the most GPU compute per step, "
                          f"{s.slower_than_fastest_pct:+.1f}% vs the least")
-    for rank in run.ranks:
-        lines += ["", "=" * 100, render_rank(rank, frame_tree)]
+    for i, rank in enumerate(run.ranks, 1):
+        lines += ["", "=" * 100, render_rank(rank, frame_tree, f"span {i} of {len(run.ranks)}" if run.spans else "")]
     return "\n".join(lines)
 
 
-def render_rank(r: RankSummary, frame_tree: bool = False) -> str:
+def spans_note(run: RunSummary) -> str:
+    """Why a run's files are reported as spans (``ranks.are_spans``)."""
+    ranks = {r.rank for r in run.ranks}
+    recorded = "no rank recorded" if ranks == {None} else "no distinct ranks recorded"
+    return (f"spans: captures at different times (none overlaps another, {recorded}), side by side; not ranks, "
+            "no straggler")
+
+
+def render_rank(r: RankSummary, frame_tree: bool = False, span: str = "") -> str:
+    """One trace's report; ``span``: which span of its run it is (``span 1 of 2``), "" for a rank."""
     lines = [f"Trace summary: {r.worker}" + (f" (rank {r.rank}" + (f" of {r.world_size})" if r.world_size else ")")
-                                             if r.rank is not None else "")]
+                                             if r.rank is not None else "") + (f", {span}" if span else "")]
     lines.append(f"  file      {r.file} ({format_bytes(r.size_bytes)}{', gzip' if r.compressed else ''}, "
                  f"{r.event_count:,} events, span {_ms(r.trace_span_us)} ms)")
     devices = "; ".join(_device(d) for d in r.devices)
@@ -132,15 +162,24 @@ def render_rank(r: RankSummary, frame_tree: bool = False) -> str:
         lines += ["", "GPU: no kernels, copies or sets in this trace"]
 
     if r.top_cpu_ops:
+        api = {op.name: cuda_api_us(op) for op in r.top_cpu_ops}
+        with_api = any(api.values())  # a CPU-only trace has no CUDA calls: no column
         lines += ["", f"Top {len(r.top_cpu_ops)} CPU ops by self time (all CPU ops: {_ms(r.cpu_self_total_us)} ms "
-                      "self)",
-                  f"  {'% self':>6} {'self ms':>10} {'total ms':>10} {'calls':>7}  op"]
+                      "self" + (f"; {CUDA_API_NOTE}" if with_api else "") + ")",
+                  f"  {'% self':>6} {'self ms':>10} " + (f"{'CUDA API ms':>11} " if with_api else "")
+                  + f"{'total ms':>10} {'calls':>7}  op"]
         for op in r.top_cpu_ops:
-            lines.append(f"  {op.pct_of_cpu_self:6.1f} {_ms(op.self_us):>10} {_ms(op.total_us):>10} {op.calls:>7}  "
-                         f"{op.name}")
+            lines.append(f"  {op.pct_of_cpu_self:6.1f} {_ms(op.self_us):>10} "
+                         + (f"{_ms(api[op.name]):>11} " if with_api else "")
+                         + f"{_ms(op.total_us):>10} {op.calls:>7}  {op.name}")
     else:
         lines += ["", "CPU ops: none recorded"]
     return "\n".join(lines)
+
+
+def cuda_api_us(op: CpuOpStat) -> float:
+    """The time an op spent in the CUDA runtime/driver calls it made itself (not in its self time)."""
+    return max(0.0, op.self_with_runtime_us - op.self_us) if op.self_with_runtime_us is not None else 0.0
 
 
 def _memory_lines(m: MemorySummary | None) -> list[str]:
@@ -272,6 +311,17 @@ def _idle_line(idle: IdleStats) -> str:
 def format_ms(us: float | None, missing: str = "-") -> str:
     """Microseconds as milliseconds, ``1234.5`` -> ``"1.234"``; ``missing`` for None."""
     return missing if us is None else f"{us / 1000:.3f}"
+
+
+def format_duration(us: float) -> str:
+    """A time between captures: ``0.4 s``, ``59.0 s``, ``7 min 50 s``, ``2 h 5 min``."""
+    seconds = us / 1e6
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, sec = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {sec} s"
+    return f"{minutes // 60} h {minutes % 60} min"
 
 
 def format_pct(pct: float | None, missing: str = "-") -> str:

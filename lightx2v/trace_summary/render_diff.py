@@ -21,15 +21,19 @@ def render_diff(diff: RunDiff, top: int = 10) -> str:
     b, n = diff.base, diff.new
     lines = [diff.verdict, ""]
     for tag, side in (("BASE", b), ("NEW ", n)):
-        ranks = f"{side.ranks} ranks, straggler {side.straggler}" if side.straggler else \
-            f"{side.ranks} rank{'s' if side.ranks != 1 else ''}"
+        if side.spans:
+            ranks = f"{side.ranks} spans, the newest compared"
+        elif side.straggler:
+            ranks = f"{side.ranks} ranks, straggler {side.straggler}"
+        else:
+            ranks = f"{side.ranks} rank{'s' if side.ranks != 1 else ''}"
         lines.append(f"  {tag}  {side.label} ({side.path}): {ranks}")
     for note in diff.notes:
         lines.append(f"  note  {note}")
     for tag, lone in (("BASE", diff.unmatched_base), ("NEW", diff.unmatched_new)):
         if lone:
             lines.append(f"  only in {tag}: {', '.join(lone)}")
-    several = len(diff.ranks) > 1 or b.ranks > 1 or n.ranks > 1
+    several = len(diff.ranks) > 1 or any(side.ranks > 1 and not side.spans for side in (b, n))
     if several:
         cells = [_rank_cell(r) for r in diff.ranks]
         width = max([4, *map(len, cells)])

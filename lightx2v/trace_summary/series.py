@@ -2,7 +2,7 @@
 
 ``--diff`` tells a change from noise with them (``noise``): one capture's steps are repeated measurements of
 the same code. A GPU event counts in the step that launched it (``steps``), a CPU op in the step whose CPU span
-holds its start; self time is the op's duration minus its direct child ops' (``optree``).
+holds its start; self time is TensorBoard's self host duration (``optree.self_times``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from bisect import bisect_right
 from .collect import Collected
 from .enclosing import NONE
 from .model import StepSeries
-from .optree import OpTree
+from .optree import OpTree, self_times
 from .steps import Steps
 
 
@@ -41,15 +41,15 @@ def step_series(c: Collected, steps: Steps, tree: OpTree, group: list[tuple[int,
     cpu: dict[int, array] = {}
     starts = [lo for lo, _ in steps.cpu_spans]
     ends = [hi for _, hi in steps.cpu_spans]
-    child = tree.child_us
-    for i, (n_id, ts, dur) in enumerate(zip(c.op_name, c.op_ts, c.op_dur, strict=True)):
+    own = self_times(c, tree)
+    for i, (n_id, ts) in enumerate(zip(c.op_name, c.op_ts, strict=True)):
         k = bisect_right(starts, ts) - 1
         if k < 0 or ts > ends[k]:
             continue
         row = cpu.get(n_id)
         if row is None:
             row = cpu[n_id] = array("d", zeros)
-        self_us = dur - child[i]
+        self_us = own[i]
         if self_us > 0.0:
             row[k] += self_us
     return StepSeries(

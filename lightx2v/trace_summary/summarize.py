@@ -8,7 +8,7 @@ from .analyze import analyze_trace
 from .discover import RunFiles, resolve
 from .errors import TraceError
 from .model import DamagedFile, PeakSpec, RankSummary, RunSummary
-from .ranks import rank_rows, straggler
+from .ranks import are_spans, rank_rows, straggler
 
 
 def summarize_paths(paths: list[str], top: int = 10, peak: PeakSpec | None = None,
@@ -34,8 +34,19 @@ def summarize_run(run: RunFiles, top: int = 10, on_read: Callable[[int], object]
             if not keep_going:
                 raise
             damaged.append(DamagedFile(file=exc.path, problem=exc.problem))
-    ranks.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.worker))
+    spans = are_spans(ranks)
+    if spans:
+        ranks.sort(key=lambda r: r.trace_start_us or 0.0)
+    else:
+        ranks.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.worker))
     rows = rank_rows(ranks) if len(ranks) > 1 else None
     return RunSummary(label=run.label, path=run.path, ranks=ranks, comparison=rows,
-                      straggler=straggler(rows) if rows else None, skipped_files=list(run.skipped),
-                      damaged_files=damaged)
+                      straggler=straggler(rows) if rows and not spans else None, skipped_files=list(run.skipped),
+                      damaged_files=damaged, spans=spans)
+
+
+def span_runs(run: RunSummary) -> list[RunSummary]:
+    """A run of spans as one run per span, oldest first, each labelled ``<run> span <i>`` (``--diff`` of a run
+    directory of spans compares its two newest)."""
+    return [RunSummary(label=f"{run.label} span {i}", path=r.file, ranks=[r], comparison=None, straggler=None)
+            for i, r in enumerate(run.ranks, 1)]

@@ -17,33 +17,34 @@ LIBRARY_FRAME = "torch/nn/modules/module.py(1): _call_impl"
 
 def small_trace(path: Path, *, ops: int = 12, steps: int = 1, rank: int | None = None, frames: bool = True,
                 gpu: bool = True, step_us: float = STEP_US, op_prefix: str = "aten::",
-                kernel_prefix: str = "kern", matmuls: int = 0, memory: tuple[tuple[float, int], ...] = ()) -> str:
-    """Writes the trace to ``path``: ``steps`` steps of ``step_us`` from T0; op i (``<op_prefix>opNN``) starts at
-    T0 + 10 + 100 i, lasts 20 + i us and launches kernel ``<kernel_prefix>NN`` of 10 + i us (none without ``gpu``);
-    ``matmuls``: that many ``aten::mm`` of two float 512x512 matrices (268,435,456 FLOPs) after them, each with
-    its shapes recorded and a 100 us kernel ``gemm``; ``memory``: (time after T0, bytes) of each cuda:0
-    allocation (> 0) or free (< 0), in time order."""
+                kernel_prefix: str = "kern", matmuls: int = 0, memory: tuple[tuple[float, int], ...] = (),
+                start: float = T0) -> str:
+    """Writes the trace to ``path``: ``steps`` steps of ``step_us`` from ``start``; op i (``<op_prefix>opNN``)
+    starts at start + 10 + 100 i, lasts 20 + i us and launches kernel ``<kernel_prefix>NN`` of 10 + i us (none
+    without ``gpu``); ``matmuls``: that many ``aten::mm`` of two float 512x512 matrices (268,435,456 FLOPs) after
+    them, each with its shapes recorded and a 100 us kernel ``gemm``; ``memory``: (time after ``start``, bytes) of
+    each cuda:0 allocation (> 0) or free (< 0), in time order."""
     k = Kineto(rank=rank)
     for n in range(1, steps + 1):
-        k.step(n, T0 + (n - 1) * step_us, step_us)
+        k.step(n, start + (n - 1) * step_us, step_us)
     if frames:
-        for name, ts, dur in ((USER_FRAME, T0 + 1, step_us - 10), (LIBRARY_FRAME, T0 + 2, step_us - 20)):
+        for name, ts, dur in ((USER_FRAME, start + 1, step_us - 10), (LIBRARY_FRAME, start + 2, step_us - 20)):
             k.events.append({"ph": "X", "cat": "python_function", "name": name, "pid": 1, "tid": HOST_TID,
                              "ts": ts, "dur": dur, "args": {}})
     for i in range(ops):
         launched = [("kernel", f"{kernel_prefix}{i:02}", 10.0 + i)] if gpu else []
-        k.op(f"{op_prefix}op{i:02}", T0 + 10 + i * 100, launched, dur=20.0 + i)
+        k.op(f"{op_prefix}op{i:02}", start + 10 + i * 100, launched, dur=20.0 + i)
     for i in range(matmuls):
-        k.op("aten::mm", T0 + 10 + (ops + i) * 100, [("kernel", "gemm", 100.0)], dur=20.0)
+        k.op("aten::mm", start + 10 + (ops + i) * 100, [("kernel", "gemm", 100.0)], dur=20.0)
         cpu_op = next(e for e in reversed(k.events) if e["cat"] == "cpu_op")
         cpu_op["args"].update({"Input Dims": [[512, 512], [512, 512]], "Input type": ["float", "float"]})
     total = 0
     for n, (at, nbytes) in enumerate(memory):
         total += nbytes
         k.events.append({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": HOST_TID,
-                         "s": "t", "ts": T0 + at, "args": {"Addr": 1 + n, "Bytes": nbytes, "Total Allocated": total,
-                                                          "Total Reserved": 1 << 30, "Device Type": 1,
-                                                          "Device Id": 0}})
+                         "s": "t", "ts": start + at, "args": {"Addr": 1 + n, "Bytes": nbytes,
+                                                             "Total Allocated": total, "Total Reserved": 1 << 30,
+                                                             "Device Type": 1, "Device Id": 0}})
     return k.write(path)
 
 

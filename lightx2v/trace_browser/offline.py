@@ -20,7 +20,7 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lightx2v.trace_browser import compare, overview, timeline, window
+from lightx2v.trace_browser import compare, files, overview, timeline, window
 from lightx2v.trace_browser.files import Refused, Trace, is_json_trace, list_traces, resolve, resolve_run
 from lightx2v.trace_summary.diff import compare_runs
 from lightx2v.trace_summary.discover import RunFiles
@@ -45,7 +45,12 @@ class Page:
 
 
 def _quote(path: str) -> str:
-    return urllib.parse.quote(path)
+    return files.url_quote(path)
+
+
+def _text(message: str, status: int) -> Page:
+    """A one-line plain-text answer (an error the Timeline's script shows as it is)."""
+    return Page(files.shown(message).encode(), "text/plain; charset=utf-8", status=status)
 
 
 def timeline_url(trace_path: str) -> str:
@@ -72,8 +77,8 @@ def timeline_page(root: str, rel: str) -> Page:
         body = overview.render_error("Timeline not installed", "The offline Timeline needs " + "; and ".join(problems)
                                      + ". Then reload this page. The Overview works without it.")
         return Page(body.encode(), status=503)
-    quoted = _quote(urllib.parse.unquote(rel))
-    return Page(timeline.render_timeline(name, INDEX_ROUTE + quoted, WINDOW_ROUTE + quoted).encode())
+    quoted = _quote(files.url_unquote(rel))
+    return Page(timeline.render_timeline(files.shown(name), INDEX_ROUTE + quoted, WINDOW_ROUTE + quoted).encode())
 
 
 def _json_trace(root: str, rel: str) -> str:
@@ -113,7 +118,7 @@ def timeline_index(root: str, rel: str) -> Page:
     try:
         index = _index_of(root, real)
     except TraceError as exc:
-        return Page(str(exc).encode(), "text/plain; charset=utf-8", status=422)
+        return _text(str(exc), 422)
     return Page(json.dumps(describe(index)).encode(), JSON)
 
 
@@ -140,10 +145,9 @@ def timeline_window(root: str, rel: str, query: str) -> Page:
         else:
             raise Refused(400, "name a window: ?step=K or ?lo=T&end=T (and &frames=1 for Python frames)")
     except TraceError as exc:
-        return Page(str(exc).encode(), "text/plain; charset=utf-8", status=422)
+        return _text(str(exc), 422)
     except ValueError:  # the pieces the index names no longer decode: the file was replaced while being read
-        return Page(b"the trace changed while being read; reload the page", "text/plain; charset=utf-8",
-                    status=409)
+        return _text("the trace changed while being read; reload the page", 409)
     if params.get("download") != "1":
         return Page(body, JSON)
     stem = os.path.basename(real).removesuffix(".gz").removesuffix(".json").removesuffix(".pt.trace")
@@ -185,7 +189,7 @@ def overview_page(root: str, rel: str) -> Page:
 def compare_page(root: str, query: str) -> Page:
     """Two captures compared (`?base=...&new=...`, each as the Overview's URL path names it, decoded); with a side
     missing, the form that chooses them. Paths are checked exactly as the Overview's are."""
-    params = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
+    params = dict(urllib.parse.parse_qsl(query, keep_blank_values=True, errors="surrogateescape"))  # any bytes
     base, new = params.get("base"), params.get("new")
     if base is None or new is None:
         if base is not None or new is not None:
@@ -259,7 +263,7 @@ def runs_section(traces: Sequence[Trace]) -> str:
     if not runs:
         return ""
     rows = "".join(
-        f"<tr><td class=path>{html.escape(d or '.')}/</td><td class=num>{len(ts)}</td>"
+        f"<tr><td class=path>{html.escape(files.shown(d or '.'))}/</td><td class=num>{len(ts)}</td>"
         f'<td><a class=run-overview href="{html.escape(run_overview_url(d))}" target=_blank>Overview</a></td></tr>'
         for d, ts in runs)
     return ("<h2>Runs with several traces</h2><p>The Overview of a run compares its ranks and names the straggler."

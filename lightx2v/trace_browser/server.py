@@ -13,6 +13,10 @@ Every request passes one Host check first (`lightx2v.hostcheck`: a DNS-rebinding
 Every method answers through one error path (`Handler._answer_safely`): a refusal is its status and one line; any
 other failure is HTTP 500 and one line, its traceback logged once on stderr, never a connection closed unanswered.
 
+Under load: the listen backlog holds a burst of connects (socketserver's default of 5 made clients wait for SYN
+retries, 1, 3, 7 ... 63 s), and a connection that sends no whole request within `READ_TIMEOUT_S` is closed, so
+half-open clients cannot hold threads forever (`benchmarks/bench_server_load.py`).
+
 While it runs, `<root>/.trace_browser/<host>_<pid>.json` = {"pid", "port", "url", "started"} tells the profiler
 where users can open the page (written atomically, removed on a clean exit). One file per server, so several
 servers on one folder never remove each other's; the profiler takes the newest that answers.
@@ -42,23 +46,31 @@ from lightx2v.trace_browser.page import file_url, render_index
 from lightx2v.utils.torch_trace_profiler import TRACE_BROWSER_DIR
 
 DEFAULT_PERFETTO_UI: str = settings.SETTINGS[settings.PERFETTO_UI].default
+LISTEN_BACKLOG = 1024  # connects the kernel holds until accepted (capped by net.core.somaxconn)
+READ_TIMEOUT_S = 15.0  # a socket read or write that waits longer closes the connection (a client that sends nothing)
 
 
 class TraceBrowserServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = LISTEN_BACKLOG
     public_url: str | None = None  # the URL users open (--url), also an allowed origin for the capture POST
 
     def __init__(self, address, root: str, perfetto_ui: str = DEFAULT_PERFETTO_UI,
-                 hosts: HostCheck = LOOPBACK_ONLY):
+                 hosts: HostCheck = LOOPBACK_ONLY, read_timeout: float = READ_TIMEOUT_S):
         self.root = os.path.abspath(root)
         self.perfetto_ui = perfetto_ui.rstrip("/")
         self.hosts = hosts
+        self.read_timeout = read_timeout
         super().__init__(address, Handler)
 
 
 class Handler(BaseHTTPRequestHandler):
     server: TraceBrowserServer
     _answering = False  # a status line was sent for the current request: too late to answer an error instead
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.read_timeout)  # reads and writes: handle_one_request closes on it
 
     def version_string(self) -> str:
         return "lightx2v-trace-browser"

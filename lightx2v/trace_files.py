@@ -98,7 +98,7 @@ def _sniff(real: str, size: int, mtime_ns: int) -> Verdict:  # size and mtime: a
         return Verdict(None, f"cannot read ({exc.strerror or exc})")
     if head.startswith(_GZIP_MAGIC):
         try:  # what the first bytes decompress to; a stream cut off later does not matter here
-            head = zlib.decompressobj(wbits=31).decompress(head, SNIFF_BYTES)
+            head = _gunzip_head(head)
         except zlib.error:
             return Verdict(None, "corrupt gzip data")
     if _EVENT_ARRAY.match(head):
@@ -109,3 +109,16 @@ def _sniff(real: str, size: int, mtime_ns: int) -> Verdict:  # size and mtime: a
             return Verdict(CHROME, "")
         return Verdict(None, "JSON without traceEvents near its start")
     return Verdict(None, "not JSON")
+
+
+def _gunzip_head(data: bytes) -> bytes:
+    """The first SNIFF_BYTES that gzip ``data`` decompresses to, across members (``cat a.gz b.gz``: a writer that
+    appends may start a member every few bytes), as ``gzip`` reads them."""
+    out = b""
+    while data and len(out) < SNIFF_BYTES:
+        inflater = zlib.decompressobj(wbits=31)
+        out += inflater.decompress(data, SNIFF_BYTES - len(out))
+        if not inflater.eof:
+            break
+        data = inflater.unused_data.lstrip(b"\0")  # zero padding between members, skipped as gzip does
+    return out

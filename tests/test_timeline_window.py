@@ -17,6 +17,7 @@ import shutil
 
 import pytest
 
+from lightx2v.trace_browser.gzip_seek import FileChanged
 from lightx2v.trace_browser.step_index import INDEX_SUFFIX, KEEP_INDEXES, PIECE_BYTES, prune, step_index
 from lightx2v.trace_browser.window import range_window, step_window
 
@@ -362,3 +363,101 @@ def test_a_trace_rewritten_under_the_same_size_and_mtime_is_refused_not_misread(
 
 def server_alive(port: int) -> bool:
     return http_get(f"http://127.0.0.1:{port}/api/traces")[0] == 200
+
+
+def gzip_in_two_members(plain: str, path) -> int:
+    """`plain` written to `path` as two gzip members split at its middle; returns where the second one starts."""
+    with open(plain, "rb") as f:
+        data = f.read()
+    first = gzip.compress(data[: len(data) // 2])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(first + gzip.compress(data[len(data) // 2:]))
+    return len(first)
+
+
+def test_a_gzip_trace_rewritten_in_place_is_served_anew(tmp_path):
+    root = tmp_path / "save_results"
+    trace = root / "run" / "rank0_host.pt.trace.json.gz"
+    plain = steps_trace(tmp_path / "plain" / "rank0_host.pt.trace.json", steps=40)
+    gzip_in_two_members(plain, trace)
+    with trace_browser(root) as (_, port):
+        url = f"http://127.0.0.1:{port}/api/timeline/window/run/rank0_host.pt.trace.json.gz?step=30"
+        assert "k_step31" in names(get_json(url)["traceEvents"])
+        inode = trace.stat().st_ino
+        with open(plain) as f:
+            text = f.read().replace('"k_step31"', '"k_step31_recaptured"')
+        with open(trace, "r+b") as f:  # in place: the same file, other bytes, another length
+            f.write(gzip.compress(text.encode()))
+            f.truncate()
+        assert trace.stat().st_ino == inode
+        assert "k_step31_recaptured" in names(get_json(url)["traceEvents"])
+
+
+def test_a_gzip_trace_damaged_or_cut_while_served_is_a_clear_error_not_a_dropped_connection(tmp_path):
+    root = tmp_path / "save_results"
+    trace = root / "run" / "rank0_host.pt.trace.json.gz"
+    second = gzip_in_two_members(steps_trace(tmp_path / "plain" / "rank0_host.pt.trace.json", steps=40), trace)
+    whole = trace.read_bytes()
+    with trace_browser(root) as (_, port):
+        url = f"http://127.0.0.1:{port}/api/timeline/window/run/rank0_host.pt.trace.json.gz"
+        assert "k_step1" in names(get_json(url + "?step=0")["traceEvents"])  # the index and the points exist
+        st = trace.stat()
+        with open(trace, "r+b") as f:  # the second member's header damaged; size and mtime as they were
+            f.seek(second)
+            f.write(b"\0\0\0\0")
+        os.utime(trace, ns=(st.st_atime_ns, st.st_mtime_ns))
+        status, _, body = http_get(url + "?step=30")  # a window not kept in memory: read at the points
+        assert status == 422 and b"corrupt gzip data" in body, (status, body)
+        trace.write_bytes(whole[: second + 100])  # now cut off in its second member: another size, indexed again
+        status, _, body = http_get(url + "?step=30")
+        assert status == 422 and b"truncated gzip stream" in body, (status, body)
+        assert server_alive(port)
+
+
+def test_a_step_that_is_no_ascii_number_is_not_found(browser):
+    """"²" and "٣" are digits to str.isdigit; the route asks for 0-9 (before: int("²") raised, answered 409)."""
+    _, url = browser
+    for step in ("%C2%B2", "%D9%A3", "1%C2%B2"):
+        status, _, body = http_get(url + f"/api/timeline/window/run/rank0_host.pt.trace.json?step={step}")
+        assert status == 404 and body.startswith(b"no step "), (step, status, body)
+
+
+@pytest.mark.parametrize("form", ["plain", "gzip"])
+def test_a_window_is_never_read_from_another_version_of_the_file_than_its_index(tmp_path, form):
+    path = steps_trace(tmp_path / "rank0_host.pt.trace.json", steps=10)
+    if form == "gzip":
+        with open(path, "rb") as src:
+            data = src.read()
+        os.unlink(path)
+        path += ".gz"
+        with open(path, "wb") as dst:
+            dst.write(gzip.compress(data))
+    index = step_index(path, None)
+    assert "k_step2" in names(json.loads(step_window(path, index, 1))["traceEvents"])
+    text = load(path)
+    text["traceEvents"].insert(3, {"ph": "i", "name": "moved", "ts": T0, "pid": 1, "tid": 1, "s": "t"})
+    data = json.dumps(text).encode()
+    with open(path, "r+b") as f:  # rewritten in place: every event after the third moved
+        f.write(gzip.compress(data) if form == "gzip" else data)
+        f.truncate()
+    with pytest.raises(FileChanged):
+        step_window(path, index, 5)
+
+
+def test_an_index_of_a_trace_rewritten_while_it_was_read_is_refused(tmp_path, monkeypatch):
+    """A writer that rewrites the trace during the index's pass (planted here in the pass itself)."""
+    from lightx2v.trace_browser import step_index as indexing
+
+    path = steps_trace(tmp_path / "rank0_host.pt.trace.json", steps=10)
+    real_build = indexing.build_index
+
+    def build_while_rewritten(trace_path, chunk_bytes):
+        index = real_build(trace_path, chunk_bytes)
+        with open(trace_path, "a") as f:
+            f.write(" ")
+        return index
+
+    monkeypatch.setattr(indexing, "build_index", build_while_rewritten)
+    with pytest.raises(FileChanged):
+        step_index(path, str(tmp_path / "cache"))
+    assert not (tmp_path / "cache").exists()  # nothing kept that names neither version

@@ -19,7 +19,7 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lightx2v.trace_browser.files import Trace
+from lightx2v.trace_browser.files import Trace, shown
 from lightx2v.trace_browser.flame import FLAME_STYLE, diff_flame_section
 from lightx2v.trace_files import is_json_trace_name
 from lightx2v.trace_summary.diff import ADDED, REMOVED, Delta, RankDiff, RunDiff, pair_label
@@ -90,7 +90,7 @@ def choices(traces: Sequence[Trace]) -> list[Side]:
 
 def compare_url(base: str, new: str) -> str:
     """The page comparing two sides (root-relative paths; a folder ends with "/")."""
-    return f"{ROUTE}?" + urllib.parse.urlencode({"base": base, "new": new})
+    return f"{ROUTE}?" + urllib.parse.urlencode({"base": base, "new": new}, errors="surrogateescape")  # any bytes
 
 
 def previous_link(trace: Trace, previous: dict[str, str]) -> str:
@@ -364,7 +364,10 @@ def _cpu_ops(rd: RankDiff) -> str:
 
 def render_chooser(sides: Sequence[Side], *, base: str = "", new: str = "", message: str = "",
                    back_url: str = "/") -> str:
-    """The form that names two sides (a GET to this route, so the URL it opens names both)."""
+    """The form that names two sides (a GET to this route, so the URL it opens names both). A form sends text, so a
+    side whose name is not UTF-8 cannot be chosen here: it is left out and counted (its row's links still work)."""
+    unnamed = sum(shown(s.path) != s.path for s in sides)
+    sides = [s for s in sides if shown(s.path) == s.path]
     if not base and len(sides) > 1:
         base, new = sides[1].path, sides[0].path  # the newest capture against the one before it
     elif not base and sides:
@@ -380,6 +383,9 @@ def render_chooser(sides: Sequence[Side], *, base: str = "", new: str = "", mess
             f'<p><label for=new>NEW</label> {select("new", new)}</p><p><button type=submit>Compare</button></p>'
             "</form>")
     error = f"<p class=error>{escape(message)}</p>" if message else ""
+    if unnamed:
+        error += (f"<p class=note id=unnamed>{unnamed} capture(s) not offered: their names are not UTF-8, which a form "
+                  "cannot send. Use their \"Compare with previous\" links on the trace list, or rename them.</p>")
     body = (f'<p class=nav><a href="{escape(back_url)}">← all traces</a></p><h1>Compare two captures</h1>{error}'
             "<p>Each side is a run folder (all its ranks, compared rank to rank) or one trace file. Figures are per "
             "profiled step, so captures with different <code>active</code> counts compare fairly. The terminal "

@@ -2,17 +2,44 @@
 
 What a trace is comes from the stack's one rule, :mod:`lightx2v.trace_files` (the summary and the profiler
 notice use it too); this module adds the walk, the root's boundary and the URL mapping.
+
+File names are bytes on Linux; one that is not UTF-8 (``b"\\xff.json"``) reaches Python as a str with surrogate
+escapes (``os.fsdecode``). Such files are listed and served like any other: a URL carries the name's own bytes
+(``url_quote``: ``%FF``) and maps back to the same file (``url_unquote``), and pages show the undecodable bytes
+as ``\\xff`` (``shown``), so a name never makes a page fail to encode.
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
+import re
 import stat
 import urllib.parse
 from dataclasses import dataclass
 
 from lightx2v.trace_files import JSON_KINDS, TRACE_SUFFIXES, classify, is_json_trace_name, run_members
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def url_quote(path: str) -> str:
+    """`path` (as ``os`` gives it) percent-encoded from its bytes on disk: the one way a path becomes a URL."""
+    return urllib.parse.quote(os.fsencode(path))
+
+
+def url_unquote(url_path: str) -> str:
+    """The path a percent-encoded URL path names, as ``os`` takes it (``url_quote``'s inverse, any bytes)."""
+    return os.fsdecode(urllib.parse.unquote_to_bytes(url_path))
+
+
+def shown(text: str) -> str:
+    """`text` as it can be shown and encoded as UTF-8: a file name's undecodable bytes (surrogate escapes) as
+    ``\\xNN``, any other lone surrogate as ``\\uNNNN``; other text unchanged."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub(lambda m: f"\\x{ord(m[0]) - 0xDC00:02x}" if "\udc80" <= m[0] <= "\udcff"
+                          else f"\\u{ord(m[0]):04x}", text)
 
 
 @dataclass(frozen=True)
@@ -85,7 +112,7 @@ def resolve(root: str, url_path: str) -> str:
     Raises Refused(403) for anything that leaves the root (`..`, absolute paths, links pointing
     outside) and Refused(404) for hidden or missing files and non-traces.
     """
-    rel = urllib.parse.unquote(url_path)
+    rel = url_unquote(url_path)
     real = _real_path_under(os.path.realpath(root), rel, "no such trace")
     name = rel.split("/")[-1]
     if not os.path.isfile(real) or not name.endswith(TRACE_SUFFIXES):
@@ -106,7 +133,7 @@ def content_type(name: str) -> str:
 def resolve_run(root: str, url_path: str) -> tuple[str, list[str]]:
     """A run directory under the root (percent-encoded, relative; "" is the root itself) and its JSON traces,
     sorted by name. Same refusals as `resolve`; Refused(404) when the folder holds no JSON trace."""
-    rel = urllib.parse.unquote(url_path).strip("/")
+    rel = url_unquote(url_path).strip("/")
     root_real = os.path.realpath(root)
     real = _real_path_under(root_real, rel, "no such run") if rel else root_real
     if not os.path.isdir(real):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable
 
+from lightx2v.trace_browser.files import shown
 from lightx2v.trace_summary.render import format_ms, format_pct
 
 # The colours every page's bars and figures share: GPU busy, GPU idle, CPU-only time, a warning (also the error
@@ -33,8 +34,8 @@ svg.bar { vertical-align: middle; background: #f4f4f4; }
 
 
 def escape(value: object) -> str:
-    """`value` as HTML text or a quoted attribute value."""
-    return html.escape(str(value))
+    """`value` as HTML text or a quoted attribute value (a file name's undecodable bytes as ``\\xNN``: `shown`)."""
+    return html.escape(shown(str(value)))
 
 
 def page(title: str, body: str, *, css: str = "", head: str = "", body_attrs: str = "") -> str:

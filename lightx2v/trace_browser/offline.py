@@ -10,7 +10,6 @@ chooses them), `/assets/<polyfill>`, `/vendor/trace_viewer_full.html`.
 
 from __future__ import annotations
 
-import functools
 import html
 import json
 import os
@@ -20,7 +19,7 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lightx2v.trace_browser import compare, overview, timeline, window
+from lightx2v.trace_browser import compare, files, overview, timeline, window
 from lightx2v.trace_browser.files import Refused, Trace, is_json_trace, list_traces, resolve, resolve_run
 from lightx2v.trace_summary.diff import compare_runs
 from lightx2v.trace_summary.discover import RunFiles
@@ -29,6 +28,8 @@ from lightx2v.trace_summary.model import RunSummary
 from lightx2v.trace_summary.summarize import summarize_run
 from lightx2v.utils.torch_trace_profiler import TRACE_BROWSER_DIR
 
+from .gzip_seek import identity
+from .memo import Memo
 from .step_index import StepIndex, describe, step_index
 
 INDEX_ROUTE, WINDOW_ROUTE = "/api/timeline/index/", "/api/timeline/window/"
@@ -45,7 +46,12 @@ class Page:
 
 
 def _quote(path: str) -> str:
-    return urllib.parse.quote(path)
+    return files.url_quote(path)
+
+
+def _text(message: str, status: int) -> Page:
+    """A one-line plain-text answer (an error the Timeline's script shows as it is)."""
+    return Page(files.shown(message).encode(), "text/plain; charset=utf-8", status=status)
 
 
 def timeline_url(trace_path: str) -> str:
@@ -72,8 +78,8 @@ def timeline_page(root: str, rel: str) -> Page:
         body = overview.render_error("Timeline not installed", "The offline Timeline needs " + "; and ".join(problems)
                                      + ". Then reload this page. The Overview works without it.")
         return Page(body.encode(), status=503)
-    quoted = _quote(urllib.parse.unquote(rel))
-    return Page(timeline.render_timeline(name, INDEX_ROUTE + quoted, WINDOW_ROUTE + quoted).encode())
+    quoted = _quote(files.url_unquote(rel))
+    return Page(timeline.render_timeline(files.shown(name), INDEX_ROUTE + quoted, WINDOW_ROUTE + quoted).encode())
 
 
 def _json_trace(root: str, rel: str) -> str:
@@ -83,28 +89,32 @@ def _json_trace(root: str, rel: str) -> str:
     return real
 
 
-def _index_key(root: str, real: str) -> tuple[str, int, int, str]:
-    """(trace, size, mtime, cache folder): the index is kept in `<root>/.trace_browser/index` and in memory."""
-    return (real, *_stamp(real), os.path.join(os.path.realpath(root), TRACE_BROWSER_DIR, "index"))
+# What the server keeps between requests (`memo`: made once per key however many requests ask at once). Keys hold
+# the files' `_version`, so a rewritten or replaced trace is a new key.
+_INDEXES: Memo[StepIndex] = Memo(keep=64)
+_STEP_WINDOWS: Memo[bytes] = Memo(keep=8)  # the few steps last shown: moving back to one costs no pass over the file
+_SUMMARIES: Memo[RunSummary] = Memo(keep=16)
+_OVERVIEWS: Memo[bytes] = Memo(keep=16)  # rendered pages: a burst of requests renders each once
+_INDEXING = threading.Lock()  # one index pass at a time (each holds its trace's decoded pieces)
 
 
-def _index_of(root: str, real: str) -> StepIndex:
-    return _index(*_index_key(root, real))
+def _version(path: str) -> tuple[int, int, int, int]:
+    return identity(os.stat(path))
 
 
-_INDEXING = threading.Lock()  # one index pass at a time: two tabs opening a new trace read it once, not twice
+def _index_key(root: str, real: str) -> tuple:
+    """(trace, its version, cache folder): the index is kept in `<root>/.trace_browser/index` and in memory."""
+    return real, _version(real), os.path.join(os.path.realpath(root), TRACE_BROWSER_DIR, "index")
 
 
-@functools.lru_cache(maxsize=64)
-def _index(real: str, size: int, mtime_ns: int, cache_dir: str) -> StepIndex:  # size, mtime: the cache key
-    with _INDEXING:
-        return step_index(real, cache_dir)
+def _index_of(root: str, real: str, key: tuple | None = None) -> StepIndex:
+    real, _, cache_dir = key = key or _index_key(root, real)
 
+    def build() -> StepIndex:
+        with _INDEXING:
+            return step_index(real, cache_dir)
 
-@functools.lru_cache(maxsize=8)
-def _step_window(real: str, size: int, mtime_ns: int, cache_dir: str, k: int, frames: bool) -> bytes:
-    """A step's window, kept for the few steps last shown: moving back to one costs no pass over the file."""
-    return window.step_window(real, _index(real, size, mtime_ns, cache_dir), k, frames)
+    return _INDEXES.get(key, build)
 
 
 def timeline_index(root: str, rel: str) -> Page:
@@ -113,7 +123,9 @@ def timeline_index(root: str, rel: str) -> Page:
     try:
         index = _index_of(root, real)
     except TraceError as exc:
-        return Page(str(exc).encode(), "text/plain; charset=utf-8", status=422)
+        return _text(str(exc), 422)
+    except ValueError as exc:  # FileChanged: rewritten while being indexed
+        return _text(str(exc), 409)
     return Page(json.dumps(describe(index)).encode(), JSON)
 
 
@@ -126,11 +138,12 @@ def timeline_window(root: str, rel: str, query: str) -> Page:
     frames = params.get("frames") == "1"
     try:
         if "step" in params:
-            index = _index_of(root, real)
-            k = int(params["step"]) if params["step"].isdigit() else -1
+            key = _index_key(root, real)
+            index = _index_of(root, real, key)
+            k = int(params["step"]) if params["step"].isascii() and params["step"].isdigit() else -1
             if not 0 <= k < len(index.steps):
                 raise Refused(404, f"no step {params['step']}: the trace has {len(index.steps)} (0-based)")
-            body = _step_window(*_index_key(root, real), k, frames)
+            body = _STEP_WINDOWS.get((key, k, frames), lambda: window.step_window(real, index, k, frames))
         elif "lo" in params and "end" in params:
             try:
                 lo, end = float(params["lo"]), float(params["end"])
@@ -140,10 +153,9 @@ def timeline_window(root: str, rel: str, query: str) -> Page:
         else:
             raise Refused(400, "name a window: ?step=K or ?lo=T&end=T (and &frames=1 for Python frames)")
     except TraceError as exc:
-        return Page(str(exc).encode(), "text/plain; charset=utf-8", status=422)
-    except ValueError:  # the pieces the index names no longer decode: the file was replaced while being read
-        return Page(b"the trace changed while being read; reload the page", "text/plain; charset=utf-8",
-                    status=409)
+        return _text(str(exc), 422)
+    except ValueError:  # FileChanged, or pieces that no longer decode: the file was replaced while being read
+        return _text("the trace changed while being read; reload the page", 409)
     if params.get("download") != "1":
         return Page(body, JSON)
     stem = os.path.basename(real).removesuffix(".gz").removesuffix(".json").removesuffix(".pt.trace")
@@ -163,29 +175,37 @@ def _run_files(root: str, rel: str, view: str) -> RunFiles:
     return RunFiles(os.path.basename(real), os.path.dirname(real), [real])
 
 
-def _summary_of(run: RunFiles) -> RunSummary:
-    """The run's summary, cached by its files' sizes and mtimes; TraceError when it cannot be read."""
-    return _summary(tuple((f, *_stamp(f)) for f in run.files), run.label, run.path)
+def _run_key(run: RunFiles) -> tuple:
+    """What a run's summary depends on: its files and their versions (a rewritten file is read again)."""
+    return tuple((f, _version(f)) for f in run.files), run.label, run.path
+
+
+def _summary_of(run: RunFiles, key: tuple | None = None) -> RunSummary:
+    """The run's summary, kept by its files' versions; TraceError when it cannot be read."""
+    return _SUMMARIES.get(key or _run_key(run), lambda: summarize_run(run))
 
 
 def overview_page(root: str, rel: str) -> Page:
     root_real = os.path.realpath(root)
     run = _run_files(root, rel, "Overview")
-    try:
-        summary = _summary_of(run)
-    except TraceError as exc:
-        return Page(overview.render_error("Cannot summarize this trace", str(exc)).encode(), status=422)
+    key = _run_key(run)
 
     def timeline_of(file: str) -> str:
         return timeline_url(os.path.relpath(os.path.realpath(file), root_real).replace(os.sep, "/"))
 
-    return Page(overview.render_overview(summary, timeline_url=timeline_of).encode())
+    def render() -> bytes:
+        return overview.render_overview(_summary_of(run, key), timeline_url=timeline_of).encode()
+
+    try:
+        return Page(_OVERVIEWS.get((key, root_real), render))
+    except TraceError as exc:
+        return Page(overview.render_error("Cannot summarize this trace", str(exc)).encode(), status=422)
 
 
 def compare_page(root: str, query: str) -> Page:
     """Two captures compared (`?base=...&new=...`, each as the Overview's URL path names it, decoded); with a side
     missing, the form that chooses them. Paths are checked exactly as the Overview's are."""
-    params = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
+    params = dict(urllib.parse.parse_qsl(query, keep_blank_values=True, errors="surrogateescape"))  # any bytes
     base, new = params.get("base"), params.get("new")
     if base is None or new is None:
         if base is not None or new is not None:
@@ -210,16 +230,6 @@ def compare_page(root: str, query: str) -> Page:
 
     page = compare.render_compare(diff, runs[0], runs[1], base_path=base, new_path=new, overview_url=overview_of)
     return Page(page.encode())
-
-
-def _stamp(path: str) -> tuple[int, int]:
-    st = os.stat(path)
-    return st.st_size, st.st_mtime_ns
-
-
-@functools.lru_cache(maxsize=16)
-def _summary(files: tuple, label: str, path: str):  # files: (path, size, mtime): a rewritten file is read again
-    return summarize_run(RunFiles(label, path, [f[0] for f in files]))
 
 
 def static_file(name: str) -> Page:
@@ -259,7 +269,7 @@ def runs_section(traces: Sequence[Trace]) -> str:
     if not runs:
         return ""
     rows = "".join(
-        f"<tr><td class=path>{html.escape(d or '.')}/</td><td class=num>{len(ts)}</td>"
+        f"<tr><td class=path>{html.escape(files.shown(d or '.'))}/</td><td class=num>{len(ts)}</td>"
         f'<td><a class=run-overview href="{html.escape(run_overview_url(d))}" target=_blank>Overview</a></td></tr>'
         for d, ts in runs)
     return ("<h2>Runs with several traces</h2><p>The Overview of a run compares its ranks and names the straggler."

@@ -15,7 +15,7 @@ import urllib.parse
 from collections.abc import Sequence
 
 from lightx2v.trace_browser import compare, offline
-from lightx2v.trace_browser.files import Trace
+from lightx2v.trace_browser.files import Trace, url_quote
 from lightx2v.trace_browser.timeline import missing as timeline_missing
 from lightx2v.trace_summary.render import format_bytes  # one byte unit: the Overview's and the summary's
 
@@ -23,7 +23,7 @@ from .html_page import WARN, escape, num_cell, page
 
 
 def file_url(trace_path: str) -> str:
-    return "/files/" + urllib.parse.quote(trace_path)
+    return "/files/" + url_quote(trace_path)
 
 
 def render_index(traces: Sequence[Trace], *, root: str, host: str, perfetto_ui: str) -> str:

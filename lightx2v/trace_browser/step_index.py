@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from lightx2v.fileio import write_atomically
+from lightx2v.trace_browser.gzip_seek import FileChanged
 from lightx2v.trace_summary.collect import KERNEL_CATS, MEM_CATS, RUNTIME_CATS, STEP_PREFIX
 from lightx2v.trace_summary.reader import TraceStream
 
@@ -102,7 +103,8 @@ class Chunk:
 
 
 def step_index(trace_path: str, cache_dir: str | None, chunk_bytes: int = PIECE_BYTES) -> StepIndex:
-    """The trace's index: read from ``cache_dir`` when it names this size and mtime, else built and kept there."""
+    """The trace's index: read from ``cache_dir`` when it names this size and mtime, else built and kept there
+    (FileChanged when the trace changed while it was being read)."""
     st = os.stat(trace_path)
     cache = _cache_file(trace_path, cache_dir) if cache_dir else None
     if cache is not None:
@@ -114,6 +116,9 @@ def step_index(trace_path: str, cache_dir: str | None, chunk_bytes: int = PIECE_
                 pass
             return found
     index = build_index(trace_path, chunk_bytes)
+    after = os.stat(trace_path)
+    if (after.st_size, after.st_mtime_ns, after.st_ino) != (st.st_size, st.st_mtime_ns, st.st_ino):
+        raise FileChanged(trace_path)  # rewritten while being read: the index would name neither version
     index.size, index.mtime_ns = st.st_size, st.st_mtime_ns
     if cache is not None:
         try:

@@ -24,6 +24,7 @@ in one pass at its first window of that trace (``gzip_seek``). Without an index,
 from __future__ import annotations
 
 import json
+import os
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -65,7 +66,7 @@ def _window(trace_path: str, keep: Callable[[dict[str, Any]], bool], frames: boo
     events = []
     if index is not None and index.chunks:
         metadata = index.metadata
-        pieces = _pieces(trace_path, [c for c in index.chunks if needed(c)], index.compressed)
+        pieces = _pieces(trace_path, [c for c in index.chunks if needed(c)], index)
     else:
         stream = TraceStream(trace_path, skip_head=None if frames else SKIP_FRAMES)
         metadata = stream.metadata  # complete once the stream is read, before it is used below
@@ -81,20 +82,21 @@ def _window(trace_path: str, keep: Callable[[dict[str, Any]], bool], frames: boo
     return _dumps({**metadata, "traceEvents": events})
 
 
-def _pieces(trace_path: str, chunks: list[Chunk], compressed: bool) -> Iterator[list[dict[str, Any]]]:
+def _pieces(trace_path: str, chunks: list[Chunk], index: StepIndex) -> Iterator[list[dict[str, Any]]]:
     """The events of these pieces, read where they lie: a seek each in a plain file; in a gzip file, from the
-    nearest decompression point before each run of adjacent pieces (``gzip_seek``)."""
+    nearest decompression point before each run of adjacent pieces (``gzip_seek``: of the version of the file the
+    index was made from, else ``FileChanged``)."""
     runs: list[list[int]] = []  # [start, stop) of adjacent pieces, read at once
     for c in chunks:
         if runs and runs[-1][1] == c.start:
             runs[-1][1] = c.stop
         else:
             runs.append([c.start, c.stop])
-    if compressed:
-        points = gzip_seek.cached(trace_path)
+    if index.compressed:
+        points = gzip_seek.cached(trace_path, (index.size, index.mtime_ns) if index.size else None)
         parts: Iterator[bytes] = (points.read(start, stop) for start, stop in runs)
     else:
-        parts = _plain_parts(trace_path, runs)
+        parts = _plain_parts(trace_path, runs, index)
     for data in parts:
         data = data.rstrip(b" \t\r\n")
         if data.endswith(b","):
@@ -105,8 +107,11 @@ def _pieces(trace_path: str, chunks: list[Chunk], compressed: bool) -> Iterator[
             yield json.loads(b"[" + data + b"]")
 
 
-def _plain_parts(trace_path: str, runs: list[list[int]]) -> Iterator[bytes]:
+def _plain_parts(trace_path: str, runs: list[list[int]], index: StepIndex) -> Iterator[bytes]:
     with open(trace_path, "rb") as f:
+        st = os.fstat(f.fileno())
+        if index.size and (st.st_size, st.st_mtime_ns) != (index.size, index.mtime_ns):
+            raise gzip_seek.FileChanged(trace_path)
         for start, stop in runs:
             f.seek(start)
             yield f.read(stop - start)

@@ -15,12 +15,18 @@ from helpers.steps_trace import steps_trace
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 TRACE = "run/rank0_host.pt.trace.json"
+SPANS_TRACE = "spans/rank0_host.pt.trace.json"  # the same steps under kineto's "Process Spans" (20 steps long)
+NO_STEPS_TRACE = "plain/trace.json"
 
 
 @pytest.fixture(scope="module")
 def port(tmp_path_factory):
     root = tmp_path_factory.mktemp("timeline_steps") / "save_results"
     steps_trace(root / TRACE)
+    steps_trace(root / SPANS_TRACE, spans=True)
+    (root / NO_STEPS_TRACE).parent.mkdir()
+    (root / NO_STEPS_TRACE).write_text('{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, '
+                                       '"tid": 1, "ts": 10, "dur": 5}]}')
     with trace_browser(root) as (_, port):
         yield port
 
@@ -94,3 +100,42 @@ def test_python_frames_are_a_layer_the_user_turns_on(driver, port):
     framed = drawn(driver, 1)
     assert "model.py(2): forward" in framed["slices"] and "model.py(1): forward" not in framed["slices"]
     assert framed["url"] == "?step=1&frames=1"
+
+
+def test_a_step_opens_zoomed_to_that_step_not_to_the_capture_around_it(driver, port):
+    """kineto's "Process Spans" runs across every step; the viewer would fit it, the step a sliver of the view."""
+    driver.get(f"http://127.0.0.1:{port}/timeline/{SPANS_TRACE}?step=1")
+    drawn(driver, 1)
+    step, visible = driver.execute_script(
+        "const t = window.lightx2vTimeline; return [t.steps.steps[1], t.visible];")
+    width = step["end"] - step["lo"]
+    assert "PyTorch Profiler (0)" in drawn(driver, 1)["slices"]  # the spans event is in the window ...
+    assert visible[0] <= step["lo"] and visible[1] >= step["end"]  # ... yet the view is the step, with a margin
+    assert visible[0] >= step["lo"] - 0.05 * width and visible[1] <= step["end"] + 0.05 * width, (step, visible)
+
+
+@pytest.mark.parametrize("asked,expected", [
+    ("99", "?step=99 is not a step of rank0_host.pt.trace.json: it has 3 steps, ?step=0 (ProfilerStep#1) to "
+           "?step=2 (ProfilerStep#3)"),
+    ("-1", "?step=-1 is not a step of rank0_host.pt.trace.json: it has 3 steps"),
+    ("1.5", "?step=1.5 is not a step"),
+    ("two", "?step=two is not a step"),
+])
+def test_a_step_the_trace_does_not_have_is_refused_with_the_range(driver, port, asked, expected):
+    driver.get(f"http://127.0.0.1:{port}/timeline/{TRACE}?step={asked}")
+    error = wait_until(lambda: driver.execute_script(
+        "const t = window.lightx2vTimeline; return t && t.state === 'failed' && t.error;"), 60, interval=0.2,
+        what="the refusal")
+    assert error.startswith(expected), error
+    assert driver.execute_script("return window.lightx2vTimeline.loaded") is None  # no other step was drawn
+
+
+def test_a_trace_without_steps_is_one_window_and_refuses_other_steps(driver, port):
+    driver.get(f"http://127.0.0.1:{port}/timeline/{NO_STEPS_TRACE}?step=1")
+    error = wait_until(lambda: driver.execute_script(
+        "const t = window.lightx2vTimeline; return t && t.state === 'failed' && t.error;"), 60, interval=0.2,
+        what="the refusal")
+    assert error == ("?step=1 is not a step of trace.json: it has no ProfilerStep, so the whole trace is one window: "
+                     "?step=0, or no ?step")
+    driver.get(f"http://127.0.0.1:{port}/timeline/{NO_STEPS_TRACE}")
+    assert "aten::mm" in drawn(driver, 0)["slices"]

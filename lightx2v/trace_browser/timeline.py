@@ -9,9 +9,14 @@ frames as a layer the user turns on; `?step=K&frames=1` in the page's URL opens 
 a link downloads the same window as a `.json` file (`&download=1`) for Perfetto UI, whose in-browser limit a
 whole large trace is past.
 
+A step's window opens zoomed to that step (from its start to its GPU work's end): the window also holds events
+that run across it, such as kineto's "Process Spans" over the whole capture, which the viewer's own first view
+would fit instead, leaving the step a sliver. A `?step=K` that is no step of the trace is refused with the range,
+never shown as another step.
+
 The page reports its progress in `window.lightx2vTimeline` (`state`: loading / drawn / failed, `model`, `error`,
-`ms`: phase times, `steps`: the index, `step`: the window shown, `loaded`: its URL) and in `<body data-state>`,
-for tests and benchmarks.
+`ms`: phase times, `steps`: the index, `step`: the window shown, `loaded`: its URL, `visible`: the time range in
+view, in the trace's microseconds) and in `<body data-state>`, for tests and benchmarks.
 """
 
 from __future__ import annotations
@@ -92,7 +97,7 @@ html { overflow: hidden; }
 # Before the viewer loads: the progress record, and the failure path its import's onerror takes (CONFIG is set)
 _BEFORE_VIEWER = """window.__hideTraceViewerPolyfillWarning = true;
 window.lightx2vTimeline = {state: 'loading', model: null, error: null, ms: {}, steps: null, step: null,
-                           frames: false, loaded: null};
+                           frames: false, loaded: null, visible: null};
 const T0 = performance.now();
 function timelineFailed(message) {
   const t = window.lightx2vTimeline;
@@ -159,6 +164,8 @@ _SHOW_TRACE = """(function () {
     viewer.viewTitle = CONFIG.name;
     t.model = model;
     await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+    if (t.steps.steps.length) zoomTo(model, t.steps.steps[k].lo, t.steps.steps[k].end);
+    t.visible = visibleRange(model);
     mark('drawn');
     $('progress').style.display = 'none';
     t.loaded = url;
@@ -166,6 +173,31 @@ _SHOW_TRACE = """(function () {
     document.body.dataset.state = 'drawn';
     if (t.steps.steps.length) history.replaceState(null, '', '?step=' + k + (t.frames ? '&frames=1' : ''));
     showControls();
+  }
+
+  // The viewer fits its first view to everything in the window; a step's window is shown from the step's start to
+  // its end (GPU tail included), with a 2% margin, in the viewer's own display transform. Model times are ms,
+  // shifted so the window starts at 0 (the model's timestampShiftToZeroAmount_, what its own clock conversion
+  // adds, which needs clock-sync markers a kineto trace lacks); the index's times are the trace's microseconds.
+  const toModel = (model, us) => us / 1000 + (model.timestampShiftToZeroAmount_ || 0);
+  const fromModel = (model, ms) => (ms - (model.timestampShiftToZeroAmount_ || 0)) * 1000;
+
+  function zoomTo(model, lo, end) {
+    const view = viewer.trackView;
+    if (!view || !view.viewport || !(end > lo)) return;
+    const from = toModel(model, lo), to = toModel(model, end);
+    const margin = (to - from) * 0.02;
+    const transform = new tr.ui.TimelineDisplayTransform();
+    transform.set(view.viewport.currentDisplayTransform);
+    transform.xSetWorldBounds(from - margin, to + margin, view.modelTrackContainer_.canvas.width);
+    view.viewport.setDisplayTransformImmediately(transform);
+  }
+
+  function visibleRange(model) {
+    const view = viewer.trackView;
+    if (!view || !view.viewport) return null;
+    const shown = view.viewport.currentDisplayTransform, width = view.modelTrackContainer_.canvas.width;
+    return [shown.xViewToWorld(0), shown.xViewToWorld(width)].map((x) => fromModel(model, x));
   }
 
   function go(k) {
@@ -182,12 +214,22 @@ _SHOW_TRACE = """(function () {
     const asked = new URLSearchParams(location.search);
     t.frames = asked.get('frames') === '1';
     $('frames').checked = t.frames;
-    const k = parseInt(asked.get('step') || '0', 10);
-    const last = Math.max(0, t.steps.steps.length - 1);
+    const steps = t.steps.steps, asked_step = asked.get('step');
+    const k = asked_step === null ? 0 : Number(asked_step);
     $('prev-step').addEventListener('click', () => go(t.step - 1));
     $('next-step').addEventListener('click', () => go(t.step + 1));
     $('frames').addEventListener('change', (e) => { t.frames = e.target.checked; go(t.step); });
-    go(Number.isFinite(k) ? Math.min(Math.max(k, 0), last) : 0);
+    if (asked_step === '' || !Number.isInteger(k) || k < 0 || k >= Math.max(steps.length, 1)) {
+      t.step = 0;
+      timelineFailed('?step=' + asked_step + ' is not a step of ' + CONFIG.name + ': ' + (steps.length
+        ? 'it has ' + steps.length + ' step' + (steps.length > 1 ? 's' : '') + ', ?step=0 (' + steps[0].name
+          + ')' + (steps.length > 1 ? ' to ?step=' + (steps.length - 1) + ' (' + steps[steps.length - 1].name + ')'
+            : '')
+        : 'it has no ProfilerStep, so the whole trace is one window: ?step=0, or no ?step'));
+      showControls();
+      return;
+    }
+    go(k);
   }
 
   document.addEventListener('WebComponentsReady', function () {

@@ -16,10 +16,15 @@ STEP_US = 1000.0
 ORPHAN_CORRELATION = 999_999  # no runtime call carries it: placed by its time
 
 
-def steps_trace(path: Path, steps: int = 3) -> str:
-    """The trace at ``path``; ``steps`` > 3 adds more steps like the first ones before the last step's tail."""
+def steps_trace(path: Path, steps: int = 3, spans: bool = False) -> str:
+    """The trace at ``path``; ``steps`` > 3 adds more steps like the first ones before the last step's tail;
+    ``spans``: with kineto's "Process Spans" event over the whole capture (20 steps' time, from before the first
+    step), which every window holds, being in each step's time."""
     k = Kineto()
     ev = k.events
+    if spans:
+        ev.append({"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans",
+                   "tid": "PyTorch Profiler", "ts": T0 - 5 * STEP_US, "dur": 20 * STEP_US, "args": {}})
     for pid, name in ((1, "python3"), (0, "GPU 0")):
         ev.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}})
     ev.append({"ph": "M", "name": "thread_name", "pid": 1, "tid": HOST_TID, "args": {"name": "thread 1"}})

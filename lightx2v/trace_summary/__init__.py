@@ -7,7 +7,8 @@
 Modules, one idea each, in the order data flows:
 
 - input: ``discover`` (which files a PATH means, by the stack's one trace rule in ``lightx2v.trace_files``),
-  ``reader`` (streaming JSON events, plain or gzip), ``errors`` (the one exception for bad input);
+  ``reader`` (streaming JSON events, plain or gzip), ``records`` (the typed events it decodes: only the fields
+  the analyses read), ``errors`` (the one exception for bad input);
 - one file: ``analyze`` (file -> RankSummary, a thin front) over ``collect`` (the one streaming pass), then one
   module per question: ``launch``, ``enclosing`` and ``ids`` (the launch chain: GPU event -> runtime call ->
   enclosing ops), ``attribution`` (GPU time by launching op), ``steps`` (steps by launch, idle by cause), ``series``

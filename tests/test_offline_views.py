@@ -10,6 +10,7 @@ One screenshot of each view is kept under the pytest tmp dir (`screenshots/`).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import urllib.parse
@@ -209,6 +210,28 @@ def test_tensorboard_trace_view_renders_offline(driver, tensorboard, shots):
     assert [s for s in scripts if s] == [f"http://127.0.0.1:{tensorboard}/data/plugin/pytorch_profiler/webcomponents.min.js"]
     driver.switch_to.default_content()
     driver.save_screenshot(str(shots / "tensorboard_trace_view.png"))
+
+
+def test_tensorboard_opens_on_the_newest_run(driver, tmp_path):
+    """Two runs whose name order is the reverse of their time order: the page selects the newest."""
+    from selenium.webdriver.common.by import By
+
+    logdir = tmp_path / "torch_profile"
+    for name, mtime in (("a_older", 1_700_000_000), ("z_newest", 1_700_000_060)):
+        land(H200_TRACE, logdir / name / "rank0_h200.pt.trace.json.gz")
+        os.utime(logdir / name / "rank0_h200.pt.trace.json.gz", (mtime, mtime))
+    port = free_port()
+    server = launcher(logdir, port)
+    try:
+        wait_until(lambda: runs(port) == ["z_newest", "a_older"], 90, what="both runs, newest first")
+        plugin_frame(driver, port)
+        selected = wait_until(lambda: (text := driver.find_elements(
+            By.CSS_SELECTOR, "[role=button][aria-haspopup=listbox]")[0].text.strip()) and text, 60,
+            what="the Runs selector's choice")
+        assert selected == "z_newest"
+    finally:
+        driver.switch_to.default_content()
+        server.stop()
 
 
 @pytest.mark.parametrize("view", ["Overview", "Operator", "GPU Kernel"])

@@ -4,8 +4,10 @@ TensorBoard on the same logdir (the stock answers show what each test would see 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 import urllib.parse
 
 import pytest
@@ -197,6 +199,28 @@ def test_removed_run_leaves_the_list(servers, tmp_path_factory):
     wait_until(lambda: "gone" in runs(port), 30, what="the run")
     (logdir / "gone" / "rank0_test.pt.trace.json").unlink()
     wait_until(lambda: "gone" not in runs(port), 30, what="the run to be dropped")
+
+
+@pytest.mark.slow
+def test_the_run_list_is_newest_first(servers, tmp_path_factory):
+    """By each run's newest trace file, not by name (stock: name order, so its page opened on the oldest)."""
+    port, stock, logdir = servers["patched"], servers["stock"], servers["logdir"]
+    trace = cpu_trace(tmp_path_factory.getbasetemp())
+    future = time.time() + 3600  # newer than every run the other tests land
+    for name, age in (("zz_oldest", 200), ("aa_newest", 0), ("mm_middle", 100)):
+        land(trace, logdir / name / "rank0_test.pt.trace.json")
+        os.utime(logdir / name / "rank0_test.pt.trace.json", (future - age, future - age))
+    ours = ["aa_newest", "mm_middle", "zz_oldest"]
+    wait_until(lambda: set(ours) <= set(runs(port)) and set(ours) <= set(runs(stock)), 60, what="the three runs")
+    assert runs(port)[:3] == ours
+    assert [r for r in runs(stock) if r in ours] == sorted(ours)
+
+
+def test_newest_first_orders_by_time_then_name():
+    from lightx2v.tensorboard.run_monitor import newest_first
+
+    runs = {"b": 1, "a": 2, "c": 3, "d": 4}
+    assert list(newest_first(runs, {"b": 30, "a": 10, "c": 30})) == ["b", "c", "a", "d"]
 
 
 def test_every_fix_reports_and_warns_once_when_the_plugin_changed(tmp_path):

@@ -85,6 +85,31 @@ def _apply_monitor() -> None:
     plugin.TorchProfilerPlugin._monitor_runs = monitor_runs
 
 
+# --- (c) the run list newest first, so the page opens on the latest capture ------------------------------
+
+def _check_newest_first() -> str | None:
+    from torch_tb_profiler import plugin
+
+    cls = plugin.TorchProfilerPlugin
+    problem = missing(cls, "_receive_runs", "runs_route")
+    if problem:
+        return problem
+    if "_receive_runs" not in code_names(cls.__init__):
+        return "TorchProfilerPlugin.__init__ no longer starts its receive_runs thread"
+    absent = [name for name in ("_runs", "_runs_lock", "_queue") if name not in code_names(cls._receive_runs)]
+    if absent:
+        return f"TorchProfilerPlugin._receive_runs no longer uses {', '.join(absent)}"
+    return None
+
+
+def _apply_newest_first() -> None:
+    from torch_tb_profiler import plugin
+
+    from lightx2v.tensorboard.run_monitor import receive_runs
+
+    plugin.TorchProfilerPlugin._receive_runs = receive_runs
+
+
 # --- the loader's child processes: parser fixes inside, and no orphans ------------------------------------
 
 _parser_fixes: tuple[str, ...] = ()
@@ -319,6 +344,8 @@ FIXES: tuple[Fix, ...] = (
         _check_rescan, _apply_rescan),
     Fix("reload_runs", "files added to or rewritten in an already-loaded run directory are (re)loaded",
         "server", _check_monitor, _apply_monitor),
+    Fix("newest_first", "the run list is newest first, so the page opens on the latest capture (0.4.3: name "
+        "order, the oldest first)", "server", _check_newest_first, _apply_newest_first),
     Fix("loader_children", "traces are parsed in children forked from a preloaded server (not a fresh "
         "interpreter each), which get the parser fixes and exit with TensorBoard",
         "server", _check_loader_children, _apply_loader_children),

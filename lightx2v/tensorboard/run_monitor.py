@@ -8,6 +8,11 @@ until the new one is ready. Run directories that lose all their traces are dropp
 
 It replaces `TorchProfilerPlugin._monitor_runs` (see `patches`), and uses only the plugin's own pieces:
 its `io` layer (local and remote logdirs), `RunLoader`, and the queue that `_receive_runs` consumes.
+
+`receive_runs` replaces `_receive_runs`, which kept the runs in name order: the plugin's page selects the first
+run of the list, so it opened on the oldest capture. The list is kept newest first (by the newest trace file of
+each run directory, then by name), so the page opens on what the user just captured; a run the user picked stays
+selected when newer ones arrive (the page keeps a selection that is still listed).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import multiprocessing
 import os
 import threading
 import time
+from collections import OrderedDict
 
 logger = logging.getLogger("lightx2v.tensorboard")
 
@@ -128,3 +134,36 @@ def _forget_cached_files(plugin, run_dir: str) -> None:
     if isinstance(gpu_metrics, dict):
         for key in [k for k in list(gpu_metrics) if str(k).startswith(prefix)]:
             gpu_metrics.pop(key, None)
+
+
+def newest_trace_ns(run_dir: str) -> int:
+    """The modification time (ns) of the newest trace file in `run_dir` (0 when there is none, or the directory
+    is on a remote filesystem, where the list keeps name order)."""
+    from torch_tb_profiler import utils
+
+    try:
+        with os.scandir(run_dir) as entries:
+            return max((e.stat().st_mtime_ns for e in entries if utils.is_chrome_trace_file(e.name)), default=0)
+    except OSError:
+        return 0
+
+
+def newest_first(runs: dict, newest: dict[str, int]) -> OrderedDict:
+    """`runs` ({name: run}) ordered newest first by `newest` ({name: ns}), ties (and unknowns, 0) by name."""
+    return OrderedDict(sorted(runs.items(), key=lambda item: (-newest.get(item[0], 0), item[0])))
+
+
+def receive_runs(plugin) -> None:
+    """Body of the plugin's `receive_runs` thread (method replacement; runs forever): takes each loaded run from
+    the queue and keeps the list newest first."""
+    newest: dict[str, int] = {}
+    while True:
+        run = plugin._queue.get()
+        if run is None:
+            continue
+        logger.info("lightx2v.tensorboard: run %s listed", run.name)
+        newest[run.name] = newest_trace_ns(run.run_dir)
+        with plugin._runs_lock:
+            runs = dict(plugin._runs)
+            runs[run.name] = run
+            plugin._runs = newest_first(runs, newest)

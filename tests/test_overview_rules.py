@@ -50,11 +50,14 @@ from lightx2v.trace_summary.model import (
 BUSY, IDLE, CPU, WARN, SHADE = "#3b6fb6", "#d6dde8", "#4f9a6a", "#c0392b", "#e6ebf3"
 GPU = GpuTotals(busy_us=8000.0, activity_us=9000.0, kernel_count=1234, kernel_us=7000.0, memcpy_us=500.0,
                 memset_us=100.0, streams=2, devices=1)
-EMPTY_STEPS = ("<h3>Steps</h3><p class=legend><span style='color:#3b6fb6'>■</span> GPU busy "
-               "<span style='color:#d6dde8'>■</span> GPU idle <span style='color:#4f9a6a'>■</span> CPU step (no GPU "
-               "work recorded)</p><table "
-               "class=steps><thead><tr><th>step</th><th>wall ms</th><th></th><th>CPU ms</th><th>GPU busy ms</th>"
-               "<th>busy %</th><th>kernels</th><th>idle %</th></tr></thead><tbody></tbody></table>")
+EMPTY_STEPS = ("<h3>Steps</h3><table "  # a CPU-only trace: no GPU columns, no GPU legend
+               "class=steps><thead><tr><th>step</th><th>wall ms</th><th></th><th>CPU ms</th></tr></thead><tbody>"
+               "</tbody></table>")
+GPU_STEPS_HEAD = ("<h3>Steps</h3><p class=legend><span style='color:#3b6fb6'>■</span> GPU busy "
+                  "<span style='color:#d6dde8'>■</span> GPU idle <span style='color:#4f9a6a'>■</span> CPU step (no GPU "
+                  "work recorded)</p><table "
+                  "class=steps><thead><tr><th>step</th><th>wall ms</th><th></th><th>CPU ms</th><th>GPU busy ms</th>"
+                  "<th>busy %</th><th>kernels</th><th>idle %</th></tr></thead><tbody>")
 NO_MEMORY = ("<h3>Device memory</h3><p class=meta>no memory events in this trace: record them with "
              "profile_memory=True")
 
@@ -241,7 +244,7 @@ def test_each_step_is_a_row_with_its_figures_and_a_bar_scaled_to_the_longest():
     steps = [step("ProfilerStep#1", 2000.0, 1800.0, 1500.0, 75.0, 12, idle_stats(ratio=0.25)),
              step("<b>", 1000.0, 900.0, kernels=0)]
     html = _steps(rank_summary(steps=steps))
-    assert html == EMPTY_STEPS.replace("<tbody></tbody>", "<tbody>" + (
+    assert html == GPU_STEPS_HEAD + (
         "<tr><td>ProfilerStep#1</td><td class=num>2.000</td><td>"
         + bar("ProfilerStep#1: 2.000 ms, GPU busy / idle", rect("0.0", "165.0", BUSY) + rect("165.0", "55.0", IDLE))
         + "</td><td class=num>1.800</td><td class=num>1.500</td><td class=num>75.0</td><td class=num>12</td>"
@@ -249,7 +252,7 @@ def test_each_step_is_a_row_with_its_figures_and_a_bar_scaled_to_the_longest():
         "<tr><td>&lt;b&gt;</td><td class=num>1.000</td><td>"
         + bar("&lt;b&gt;: 1.000 ms, CPU step", rect("0.0", "110.0", CPU))
         + "</td><td class=num>0.900</td><td class=num>–</td><td class=num>–</td><td class=num>0</td>"
-        "<td class=num>–</td></tr>") + "</tbody>")
+        "<td class=num>–</td></tr>") + "</tbody></table>"
 
 
 def test_a_steps_idle_part_is_its_wall_time_less_its_busy_time_and_an_unknown_kernel_count_reads_a_dash():
@@ -275,11 +278,13 @@ def test_more_than_64_steps_show_the_first_60_and_the_last_4_with_how_many_are_l
     steps[61] = step("S61", 400.0, 100.0)  # the longest, left out: the bars keep its scale
     html = _steps(rank_summary(steps=steps))
     assert names_shown(html) == [f"S{i}" for i in range(60)] + [f"S{i}" for i in range(61, 65)]
-    assert html.count("<tr><td colspan=8>… 1 more steps …</td></tr><tr><td>S61</td>") == 1
+    assert html.count("<tr><td colspan=4>… 1 more steps …</td></tr><tr><td>S61</td>") == 1
     first = "<tr><td>S0</td><td class=num>0.100</td><td>" + bar("S0: 0.100 ms, CPU step", rect("0.0", "55.0", CPU))
     assert first in html
     html = _steps(rank_summary(steps=[step(f"S{i}", 100.0, 100.0) for i in range(70)]))
-    assert "<tr><td>S59</td>" in html and "<tr><td colspan=8>… 6 more steps …</td></tr><tr><td>S66</td>" in html
+    assert "<tr><td>S59</td>" in html and "<tr><td colspan=4>… 6 more steps …</td></tr><tr><td>S66</td>" in html
+    gpu = _steps(rank_summary(steps=[step(f"S{i}", 100.0, 100.0, busy=50.0) for i in range(65)]))
+    assert gpu.startswith(GPU_STEPS_HEAD) and gpu.count("<tr><td colspan=8>… 1 more steps …</td></tr>") == 1
 
 
 # --- device memory ------------------------------------------------------------------------------------------------

@@ -206,9 +206,16 @@ def test_one_step_is_one_row_of_the_step_table_without_a_mean():
 
 
 def test_a_step_without_gpu_figures_reads_dashes_and_a_long_name_is_cut_to_twenty_characters():
-    assert section(rank(steps=[step("a_rather_long_step_name_indeed", 1234.0)]), "  step  ") == [
+    assert section(rank(steps=[step("a_rather_long_step_name_indeed", 1234.0)], gpu=GPU), "  step  ") == [
         STEP_HEAD,
         "  a_rather_long_ste...      1.234            -       -        -       -               -           -",
+    ]
+
+
+def test_a_cpu_only_trace_has_no_gpu_columns():
+    assert section(rank(steps=[step("a_rather_long_step_name_indeed", 1234.0)]), "  step  ") == [
+        "  step                    wall ms",
+        "  a_rather_long_ste...      1.234",
     ]
 
 
@@ -226,11 +233,15 @@ def test_several_steps_end_in_their_mean_and_the_slowest_step():
 def test_the_mean_of_a_cpu_trace_has_no_gpu_figures_and_no_idle_share_without_idle_figures():
     steps = [step("ProfilerStep#1", 2_000.0, lag=100.0), step("ProfilerStep#2", 4_000.0)]
     assert section(rank(steps=steps), "  step  ")[-2:] == [
-        "  mean of 2                 3.000            -       -        -       -               -       0.100",
+        "  mean of 2                 3.000",
         "  slowest step: ProfilerStep#2 (4.000 ms)",
     ]
-    assert section(rank(steps=[step("s1", 5_000.0), step("s2", 1_000.0)]), "  step  ")[-2:] == [
-        "  mean of 2                 3.000            -       -        -       -               -           -",
+    assert section(rank(steps=steps, gpu=GPU), "  step  ")[-2:] == [
+        "  mean of 2                 3.000        0.000     0.0        0       -               -       0.100",
+        "  slowest step: ProfilerStep#2 (4.000 ms)",
+    ]
+    assert section(rank(steps=[step("s1", 5_000.0), step("s2", 1_000.0)], gpu=GPU), "  step  ")[-2:] == [
+        "  mean of 2                 3.000        0.000     0.0        0       -               -           -",
         "  slowest step: s1 (5.000 ms)",
     ]
 
@@ -256,8 +267,8 @@ def test_twelve_steps_are_twelve_rows_and_more_the_first_ten_the_count_left_out_
     assert [row.split()[0] for row in rows[1:11]] == [f"s{i}" for i in range(10)]
     assert rows[11:14] == [
         "  ... 3 more steps ...",
-        "  s13                       1.000            -       -        -       -               -           -",
-        "  s14                       1.000            -       -        -       -               -           -",
+        "  s13                       1.000",
+        "  s14                       1.000",
     ]
     assert rows[14].startswith("  mean of 15 ")
 
@@ -300,7 +311,7 @@ def test_causes_of_no_idle_time_and_flagged_idle_without_a_dominant_cause_add_no
 
 
 def test_the_idle_section_follows_the_step_table_after_an_empty_line():
-    lines = lines_of(rank(steps=[step("s1", 1000.0)], idle=idle()))
+    lines = lines_of(rank(steps=[step("s1", 1000.0)], idle=idle(), gpu=GPU))
     at = lines.index("GPU idle inside steps: 10.000 of 40.000 ms (25.0%) - ok (flagged at >= 20%)")
     assert lines[at - 2:at] == [
         "  s1                        1.000            -       -        -       -               -           -", ""]

@@ -12,9 +12,9 @@ from typing import Any, Callable
 
 # The fixes' names, in `patches.FIXES` order: here, in a module that imports nothing, so the settings registry can
 # check `LIGHTX2V_TB_SKIP_FIXES` without importing the plugin (a test keeps the two lists equal).
-FIX_NAMES = ("rescan", "reload_runs", "loader_children", "manager_exits", "stack_route", "offline_trace",
-             "charts_notice", "trace_limit", "cuda_runtime", "call_stacks", "gpu_steps", "step_ranges",
-             "stream_parse")
+FIX_NAMES = ("rescan", "reload_runs", "newest_first", "loader_children", "manager_exits", "stack_route",
+             "offline_trace", "charts_notice", "trace_limit", "cuda_runtime", "call_stacks", "gpu_steps",
+             "step_ranges", "stream_parse")
 
 
 @dataclass(frozen=True)

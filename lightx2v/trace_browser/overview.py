@@ -13,7 +13,7 @@ from lightx2v.trace_summary import memory as memory_answers
 from lightx2v.trace_summary.analyze import IDLE_FLAG_RATIO
 from lightx2v.trace_summary.devices import unlisted
 from lightx2v.trace_summary.model import DeviceMemory, IdleStats, MemorySummary, RankSummary, RunSummary, SyncWait
-from lightx2v.trace_summary.render import format_bytes, format_signed_bytes
+from lightx2v.trace_summary.render import format_bytes, format_signed_bytes, gpu_columns
 from lightx2v.trace_summary.steps import cause_times, idle_advice
 
 from .flame import FLAME_STYLE, flame_section
@@ -98,10 +98,12 @@ def _rank_section(r: RankSummary, timeline: str | None, several: bool) -> str:
 def _steps(r: RankSummary) -> str:
     steps = r.steps if len(r.steps) <= MAX_STEPS else r.steps[:MAX_STEPS - 4] + r.steps[-4:]
     longest = max((s.wall_us for s in r.steps), default=0.0)
+    gpu = gpu_columns(r)  # and the legend: none on a CPU-only trace
+    head = ["step", "wall ms", "", "CPU ms"] + (["GPU busy ms", "busy %", "kernels", "idle %"] if gpu else [])
     rows = []
     for i, s in enumerate(steps):
         if len(steps) < len(r.steps) and i == MAX_STEPS - 4:
-            rows.append(f"<tr><td colspan=8>… {len(r.steps) - len(steps)} more steps …</td></tr>")
+            rows.append(f"<tr><td colspan={len(head)}>… {len(r.steps) - len(steps)} more steps …</td></tr>")
         if s.gpu_busy_us is not None:
             parts, label = [(s.gpu_busy_us, BUSY), (s.wall_us - s.gpu_busy_us, IDLE)], "GPU busy / idle"
         else:
@@ -110,14 +112,13 @@ def _steps(r: RankSummary) -> str:
         rows.append(
             f"<tr><td>{escape(s.name)}</td>{num_cell(ms(s.wall_us))}"
             f"<td>{bar(parts, longest, f'{s.name}: {ms(s.wall_us)} ms, {label}')}</td>"
-            f"{num_cell(ms(s.cpu_us))}{num_cell(ms(s.gpu_busy_us))}"
-            f"{num_cell(pct(s.gpu_busy_pct))}"
-            f"{num_cell('–' if s.kernel_count is None else s.kernel_count)}"
-            f"{num_cell(pct(100 * idle.ratio if idle else None))}</tr>")
+            f"{num_cell(ms(s.cpu_us))}"
+            + (f"{num_cell(ms(s.gpu_busy_us))}{num_cell(pct(s.gpu_busy_pct))}"
+               f"{num_cell('–' if s.kernel_count is None else s.kernel_count)}"
+               f"{num_cell(pct(100 * idle.ratio if idle else None))}" if gpu else "") + "</tr>")
     legend = (f"<p class=legend><span style='color:{BUSY}'>■</span> GPU busy <span style='color:{IDLE}'>■</span> "
-              f"GPU idle <span style='color:{CPU}'>■</span> CPU step (no GPU work recorded)</p>")
-    return ("<h3>Steps</h3>" + legend +
-            table(["step", "wall ms", "", "CPU ms", "GPU busy ms", "busy %", "kernels", "idle %"], rows, "steps"))
+              f"GPU idle <span style='color:{CPU}'>■</span> CPU step (no GPU work recorded)</p>" if gpu else "")
+    return "<h3>Steps</h3>" + legend + table(head, rows, "steps")
 
 
 def _device_memory(m: MemorySummary | None) -> str:

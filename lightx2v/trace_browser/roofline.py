@@ -13,7 +13,7 @@ import math
 
 from lightx2v.trace_summary.model import Efficiency, OpEfficiency
 from lightx2v.trace_summary.peaks import peak_tflops
-from lightx2v.trace_summary.render_efficiency import peak_line, step_line
+from lightx2v.trace_summary.render_efficiency import peak_line, step_line, without_roof
 
 from .html_page import NONE, escape, table
 
@@ -47,6 +47,8 @@ def _win(us: float | None) -> str:
 def roofline_section(e: Efficiency | None) -> str:
     if e is None:
         return ""
+    if without_roof(e):
+        return f"<h3>How far from the limit</h3><p class=meta>{escape(e.headline)}</p>"
     out = ["<h3>How far from the limit</h3>", f"<p class=headline>{escape(e.headline)}</p>",
            f"<p class=meta>peak: {escape(peak_line(e.peak))}" + (f"<br>{escape(step_line(e))}" if step_line(e) else "")
            + "</p>"]

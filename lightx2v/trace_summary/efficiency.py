@@ -37,6 +37,8 @@ from .steps import Steps
 TARGET_PCT = 80.0
 TORCH_FLOPS_TOLERANCE = 0.01
 KERNELS_PER_OP = 3
+CPU_ONLY_HINT = ("a CPU-only trace: the roofline, MFU and headroom measure GPU kernels against a GPU's peaks; capture "
+                 "where CUDA runs for them, or give --peak TFLOPS,TBps to hold these CPU ops against a roof of yours")
 SHAPES_HINT = ("no op shapes in this trace: record them with record_shapes=True in the profiler's config (the "
                "embedded inference: --record_shapes) for FLOPs, TB/s, MFU and headroom; time by op class only")
 
@@ -119,7 +121,9 @@ def efficiency(c: Collected, chain: LaunchChain, found: Steps, devices: Sequence
     mfu = (100 * sum(x for x in needed if x is not None) / wall if peak is not None and wall > 0 and matrix
            and None not in needed else None)
     hint = "" if shapes else SHAPES_HINT
-    if shapes and peak is None:
+    if not gpu and peak is None:
+        hint = CPU_ONLY_HINT
+    elif shapes and peak is None:
         where = f"{devices[0].name!r} is not in the peak table" if devices else "the trace names no GPU"
         hint = f"{where}: give --peak TFLOPS,TBps for the roofline, MFU and headroom"
     return Efficiency(

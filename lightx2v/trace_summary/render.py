@@ -114,12 +114,14 @@ def render_rank(r: RankSummary, frame_tree: bool = False, span: str = "") -> str
     for skipped in r.skipped_events:
         lines.append(f"  skipped   {skipped_line(skipped)}")
 
+    columns = gpu_columns(r)
     if r.steps:
-        lines += ["", f"  {'step':<20} {'wall ms':>10} {'GPU busy ms':>12} {'busy %':>7} {'kernels':>8} "
-                      f"{'idle %':>7} {'largest gap ms':>15} {'GPU lag ms':>11}"]
+        lines += ["", f"  {'step':<20} {'wall ms':>10}" + (f" {'GPU busy ms':>12} {'busy %':>7} {'kernels':>8} "
+                                                          f"{'idle %':>7} {'largest gap ms':>15} {'GPU lag ms':>11}"
+                                                          if columns else "")]
     lines += _step_rows(r.steps, lambda s: _step_row(
         s.name, s.wall_us, s.gpu_busy_us, s.gpu_busy_pct, s.kernel_count, s.idle.ratio if s.idle else None,
-        s.idle.largest_gap_us if s.idle else None, s.gpu_lag_us))
+        s.idle.largest_gap_us if s.idle else None, s.gpu_lag_us, columns))
     if len(r.steps) > 1:
         n = len(r.steps)
         wall = sum(s.wall_us for s in r.steps) / n
@@ -128,8 +130,9 @@ def render_rank(r: RankSummary, frame_tree: bool = False, span: str = "") -> str
         kernels = round(sum(s.kernel_count or 0 for s in r.steps) / n) if gpu else None
         lags = [s.gpu_lag_us for s in r.steps if s.gpu_lag_us is not None]
         slowest = max(r.steps, key=lambda s: s.wall_us)
+        mean_lag = sum(lags) / len(lags) if lags else None
         lines.append(_step_row(f"mean of {n}", wall, busy, percent(busy, wall) if busy is not None else None, kernels,
-                               r.idle.ratio if r.idle else None, None, sum(lags) / len(lags) if lags else None))
+                               r.idle.ratio if r.idle else None, None, mean_lag, columns))
         lines.append(f"  slowest step: {slowest.name} ({_ms(slowest.wall_us)} ms)")
     if r.idle is not None:
         lines += ["", _idle_line(r.idle)]
@@ -175,6 +178,12 @@ def render_rank(r: RankSummary, frame_tree: bool = False, span: str = "") -> str
     else:
         lines += ["", "CPU ops: none recorded"]
     return "\n".join(lines)
+
+
+def gpu_columns(r: RankSummary) -> bool:
+    """Whether a step table has GPU columns: the trace has GPU activity, or a step has GPU figures. A CPU-only
+    trace's would all be dashes, so it has none (the text and the Overview alike)."""
+    return r.gpu is not None or any(s.gpu_busy_us is not None for s in r.steps)
 
 
 def cuda_api_us(op: CpuOpStat) -> float:
@@ -273,8 +282,11 @@ def skipped_line(s: SkippedEvents) -> str:
 
 
 def _step_row(name: str, wall: float, busy: float | None, busy_pct: float | None, kernels: int | None,
-              idle_ratio: float | None, largest_gap: float | None, lag: float | None) -> str:
-    return (f"  {_cut(name, 20):<20} {_ms(wall):>10} {_ms(busy):>12} {_p(busy_pct):>7} {_opt(kernels):>8} "
+              idle_ratio: float | None, largest_gap: float | None, lag: float | None, gpu: bool) -> str:
+    row = f"  {_cut(name, 20):<20} {_ms(wall):>10}"
+    if not gpu:
+        return row
+    return (f"{row} {_ms(busy):>12} {_p(busy_pct):>7} {_opt(kernels):>8} "
             f"{_p(idle_ratio * 100 if idle_ratio is not None else None):>7} {_ms(largest_gap):>15} {_ms(lag):>11}")
 
 

@@ -36,10 +36,18 @@ def step_line(e: Efficiency) -> str:
             f"convolution and attention per step in {_ms(e.step_wall_us / e.steps)} ms){mfu}")
 
 
+def without_roof(e: Efficiency) -> bool:
+    """A CPU-only trace with no --peak: nothing to hold the ops against, so the section is its one line (what is
+    missing and how to get it), not tables of dashes."""
+    return not e.gpu and e.peak is None
+
+
 def efficiency_lines(e: Efficiency | None) -> list[str]:
     """The summary's "How far from the limit" section."""
     if e is None:
         return []
+    if without_roof(e):
+        return ["", f"How far from the limit: {e.headline}"]
     per = "GPU time" if e.gpu else "CPU op time"
     lines = ["", f"How far from the limit: {e.headline}", f"  peak  {peak_line(e.peak)}"]
     if e.hint and e.hint != e.headline:
@@ -89,7 +97,7 @@ def _op_row(r: OpEfficiency, steps: int) -> str:
 
 def log_line(e: Efficiency | None) -> str:
     """The capture log's one line (<= 100 characters): MFU and the top headroom, or how to record shapes."""
-    if e is None:
+    if e is None or without_roof(e):
         return ""
     if not e.shapes_recorded:
         return "efficiency: no op shapes: record_shapes=True (inference: --record_shapes) for MFU, headroom"

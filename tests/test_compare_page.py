@@ -5,6 +5,7 @@ tests/test_compare_rules.py checks the same page on a diff of hand-made traces."
 
 from __future__ import annotations
 
+import dataclasses
 import urllib.parse
 from types import SimpleNamespace
 
@@ -27,6 +28,7 @@ from lightx2v.trace_summary.diff import (
     SideInfo,
 )
 from lightx2v.trace_summary.model import FrameTree, StepStats
+from lightx2v.trace_summary.noise import NOISE, RANGES, REAL, UNTESTED, Noise
 
 from helpers.html_tree import body_rows, cells, header, parse
 
@@ -790,3 +792,15 @@ def test_runs_of_one_time_are_ordered_by_their_number_not_as_text():
 def test_a_run_folder_named_otherwise_links_without_a_label():
     link = parse(compare.previous_link(compare.Trace("b/r.pt.trace.json", 1, 1.0), {"b": "a"})).find("a")
     assert link.text() == "Compare with previous "
+
+
+@pytest.mark.parametrize("verdict,expected", [(NOISE, {"num"}), (UNTESTED, {"num"}), (REAL, {"num", "slower"})])
+def test_the_step_wall_change_is_coloured_only_beyond_noise(verdict, expected):
+    """Within noise the verdict says "no change" or "inconclusive": a red step time would say "slower"."""
+    judged = Noise(verdict=verdict, test=RANGES, p_value=None, effect_us=200.0, noise_pct=53.0)
+    rd = dataclasses.replace(pair(), step_noise=judged)
+    wall = body_rows(render(run_diff([rd])).find("table", cls="figures"))[1]
+    assert classes(wall)[3:] == [expected, expected]
+    second = dataclasses.replace(pair(1, 1, 1, worker="1"), step_noise=judged)
+    rank_row = body_rows(render(run_diff([rd, second])).find("table", cls="ranks"))[0]
+    assert classes(rank_row)[6:] == [expected, expected]

@@ -423,3 +423,17 @@ def test_spans_against_one_trace_compare_the_newest_span_with_it(tmp_path):
     mm = next(op for op in d.ranks[0].cpu_ops if op.name == "aten::mm")
     assert mm.self_with_runtime_per_step_us == Delta(50.0, 50.0, 0.0, 0.0)
     assert mm.self_per_step_us == Delta(49.5, 49.5, 0.0, 0.0)  # less its launch call
+
+
+@pytest.mark.parametrize("noise_pct,head", [
+    (53.0, "inconclusive (±53.0% noise) per step: NEW +33.4% (+3.34 ms)"),
+    (5.0, "inconclusive (±5.0% noise) per step: NEW +33.4% (+3.34 ms)"),
+    (4.9, "no change beyond noise (±4.9%) per step: NEW +33.4% (+3.34 ms)"),
+])
+def test_a_change_within_wide_noise_is_inconclusive_not_no_change(noise_pct, head):
+    """Steps that spread ±5% or more can hide a change that matters: within them the answer is "inconclusive"."""
+    from lightx2v.trace_summary.diff import _verdict
+
+    step = Delta(10_000.0, 13_340.0, 3_340.0, 33.4)
+    noise = Noise(verdict=NOISE, test=RANGES, p_value=None, effect_us=3_340.0, noise_pct=noise_pct)
+    assert _verdict(step, noise, [], "per step") == head

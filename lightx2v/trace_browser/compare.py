@@ -24,6 +24,7 @@ from lightx2v.trace_browser.flame import FLAME_STYLE, diff_flame_section
 from lightx2v.trace_files import is_json_trace_name
 from lightx2v.trace_summary.diff import ADDED, REMOVED, Delta, RankDiff, RunDiff, pair_label
 from lightx2v.trace_summary.model import RankSummary, RunSummary
+from lightx2v.trace_summary.noise import REAL
 from lightx2v.trace_summary.render import format_ms
 
 from .html_page import BUSY, CPU, FASTER, IDLE, NONE, SLOWER, bar, count, escape, ms, name_cell, num_cell, page, table
@@ -130,6 +131,13 @@ def _change_class(delta: float | None) -> str:
     return "" if not delta else ("slower" if delta > 0 else "faster")
 
 
+def _wall_change_class(rd: RankDiff) -> str:
+    """The step wall's change is coloured only when it is beyond noise: within it (or with one step a side, not
+    judged) the verdict says "no change" or "inconclusive", and a red or green figure would say otherwise."""
+    judged = rd.step_noise
+    return "" if judged is not None and judged.verdict != REAL else _change_class(rd.step_wall_us.delta)
+
+
 def delta_bar(delta: float | None, scale: float, label: str, width: int = 120) -> str:
     """A bar from the middle: left (green) when NEW takes less, right (red) when it takes more."""
     half = width / 2
@@ -189,8 +197,8 @@ def _ranks_section(diff: RunDiff) -> str:
             f"<tr><td>{escape(_rank_cell(r))}</td><td>{escape(r.base_worker)}</td>"
             f"<td>{escape(r.new_worker)}</td>{num_cell(ms(d.base))}{num_cell(ms(d.new))}"
             f"<td class=pair>{_pair_bars(d, longest)}</td>"
-            f"{num_cell(_signed_ms(d.delta), _change_class(d.delta))}"
-            f"{num_cell(_signed_pct(d.delta_pct), _change_class(d.delta))}</tr>")
+            f"{num_cell(_signed_ms(d.delta), _wall_change_class(r))}"
+            f"{num_cell(_signed_pct(d.delta_pct), _wall_change_class(r))}</tr>")
     stragglers = "".join(f"<p class=straggler-line>{side} straggler: <strong>{escape(s.straggler)}</strong></p>"
                          for side, s in (("BASE", diff.base), ("NEW", diff.new)) if s.straggler)
     return (f"<section id=ranks><h2>Ranks, paired {escape(diff.pairing)} (mean step wall)</h2>"
@@ -247,7 +255,7 @@ def _figures(rd: RankDiff) -> str:
             ("kernel calls", rd.kernel_calls_per_step, count, _signed_count),
             ("kernel time ms", rd.kernel_time_per_step_us, ms, _signed_ms),
             ("CPU self ms", rd.cpu_self_per_step_us, ms, _signed_ms)):
-        change = _change_class(d.delta) if name != "steps" else ""
+        change = "" if name == "steps" else _wall_change_class(rd) if name == "step wall ms" else _change_class(d.delta)
         rows.append(f"<tr><th>{escape(name)}</th>{num_cell(fmt(d.base))}{num_cell(fmt(d.new))}"
                     f"{num_cell(signed(d.delta), change)}{num_cell(_signed_pct(d.delta_pct), change)}</tr>")
     return table(["per step (mean)", "BASE", "NEW", "Δ", "Δ %"], rows, "figures", "")

@@ -27,10 +27,13 @@ held. Definitions (also in docs/trace_summary.md, "Compare two captures"):
   by its newest span, and a note says so (``--diff`` of one run directory of spans compares its two newest).
 - Change or noise (``noise``): the step wall, each op group, kernel and CPU op is judged on its per-step values;
   the verdict names only changes beyond noise, and says "no change beyond noise (±x%)" when there is none, or
-  that it cannot tell when a side has a single step. A delta that rounds to zero in the report is "same".
+  "inconclusive (±x% noise)" when the steps' own spread is so wide (INCONCLUSIVE_PCT or more) that it could hide a
+  change that matters, or that it cannot tell when a side has a single step. A delta that rounds to zero in the
+  report is "same".
 
-Thresholds in one place: CHANGED_PCT (below it an untested step change reads "about as fast"), SAME_US (a delta
-that prints as 0.000 ms), VERDICT_GROUPS (op groups the verdict names); the noise rule's are in ``noise``.
+Thresholds in one place: CHANGED_PCT (below it an untested step change reads "about as fast"), INCONCLUSIVE_PCT,
+SAME_US (a delta that prints as 0.000 ms), VERDICT_GROUPS (op groups the verdict names); the noise rule's are in
+``noise``.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ DIFF_SCHEMA = "lightx2v.trace_summary.diff/4"  # 2: RankDiff.efficiency; 3: Rank
 # without runtime calls, CpuOpChange.self_with_runtime_per_step_us, SideInfo.spans
 
 CHANGED_PCT = 0.5  # a per-step wall-time change smaller than this reads as "about the same" (one step a side)
+INCONCLUSIVE_PCT = 5.0  # steps spread this much (± % of the median) or more: a change within it is "inconclusive"
 SAME_US = 0.0005 * 1000  # a time delta below half the report's last digit (0.001 ms) prints as 0.000: "same"
 SAME_CALLS = 0.005  # calls per step print with two decimals at most
 MORE_STEPS = ("one step a side: noise cannot be told from change; capture more (active=5 in the profiler "
@@ -484,6 +488,8 @@ def _verdict(step: Delta, noise: Noise, groups: list[tuple[str, float, Optional[
     spread = f"±{noise.noise_pct:.1f}%" if noise.noise_pct is not None else "±0%"
     if (step.base or 0.0) <= 0:
         head = f"NEW takes {signed_ms(delta)} ms {per} (BASE has no step time)"
+    elif noise.verdict == NOISE and (noise.noise_pct or 0.0) >= INCONCLUSIVE_PCT:
+        head = f"inconclusive ({spread} noise) {per}: NEW {pct:+.1f}% ({signed_ms(delta)} ms)"
     elif noise.verdict == NOISE:
         head = f"no change beyond noise ({spread}) {per}: NEW {pct:+.1f}% ({signed_ms(delta)} ms)"
     elif tested:

@@ -61,7 +61,7 @@ def servers(tmp_path_factory):
         for port, server in ((patched_port, patched), (stock_port, stock)):
             wait_until(lambda port=port: {"h200", "cpu", STEPS_RUN} <= set(runs(port)), 90,
                        what=f"the three runs on {server.args[2]}")
-        yield {"patched": patched_port, "stock": stock_port, "logdir": logdir, "server": patched}
+        yield {"patched": patched_port, "stock": stock_port, "logdir": logdir, "server": patched, "stock_server": stock}
     finally:
         patched.stop()
         stock.stop()
@@ -214,6 +214,18 @@ def test_the_run_list_is_newest_first(servers, tmp_path_factory):
     wait_until(lambda: set(ours) <= set(runs(port)) and set(ours) <= set(runs(stock)), 60, what="the three runs")
     assert runs(port)[:3] == ours
     assert [r for r in runs(stock) if r in ours] == sorted(ours)
+
+
+def test_the_plugins_missing_csp_header_is_explained_once_instead_of_warned_on_every_page(servers):
+    from lightx2v.tensorboard.__main__ import CSP_NOTE
+
+    for _ in range(3):
+        for port in (servers["patched"], servers["stock"]):
+            assert http_get(f"http://127.0.0.1:{port}{PLUGIN}/index.html")[0] == 200
+    warning = "In 3.0, this warning will become an error"
+    wait_until(lambda: servers["stock_server"].output().count(warning) >= 3, 30, what="stock's three warnings")
+    wait_until(lambda: CSP_NOTE in servers["server"].output(), 30, what="the one line instead")
+    assert servers["server"].output().count(CSP_NOTE) == 1 and warning + ":" not in servers["server"].output()
 
 
 def test_newest_first_orders_by_time_then_name():

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from lightx2v import hostcheck, settings
 from lightx2v.utils.torch_trace_profiler import DEFAULT_TB_DIR, ENV_DIR
@@ -53,6 +53,30 @@ def _logdir_of(args: Sequence[str]) -> str | None:
     return None
 
 
+CSP_NOTE = ("lightx2v.tensorboard: the PyTorch profiler plugin serves its pages without a Content-Security-Policy "
+            "header (torch-tb-profiler 0.4.3, the last release); TensorBoard 2.x warns about that on every page (\"In "
+            "3.0, this warning will become an error\") and serves them all the same. Said once; nothing to do.")
+
+
+class CspWarningOnce(logging.Filter):
+    """TensorBoard's security validator warns on each plugin page it serves (no CSP header: the plugin's, which
+    no one maintains). One line saying what it is replaces them all."""
+
+    def __init__(self, say: Callable[[str], object]) -> None:
+        super().__init__()
+        self.say, self.said = say, False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if not message.startswith("In 3.0, this warning will become an error") or "Content-Security-Policy" \
+                not in message:
+            return True
+        if not self.said:
+            self.said = True
+            self.say(CSP_NOTE)
+        return False
+
+
 def _setup_logging() -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
@@ -60,6 +84,7 @@ def _setup_logging() -> None:
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     log.propagate = False
+    logging.getLogger("tensorboard").addFilter(CspWarningOnce(log.info))  # tensorboard.util.tb_logging's logger
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,7 +17,15 @@ import time
 from pathlib import Path
 
 from lightx2v import settings
-from lightx2v.models.networks.qwen_image.config import ATTENTION_NAMES, DEFAULT_ATTENTION, PRESETS, QwenImageArch
+from lightx2v.models.networks.qwen_image.config import (
+    ATTENTION_NAMES,
+    DEFAULT_ATTENTION,
+    IMPLEMENTED_SEQ_P_ATTN_TYPES,
+    PRESETS,
+    SEQ_P_ATTN_TYPES,
+    QwenImageArch,
+)
+from lightx2v.models.networks.qwen_image.late_rank import parse_calls
 from lightx2v.utils.distributed import launched_world_size
 
 DESCRIPTION = """\
@@ -35,7 +43,11 @@ presets:
 {presets}
 before/after: profile with --attention sdpa, then --attention math, then
   python -m lightx2v.trace_summary --diff save_results/torch_profile   (the two newest runs)
-multi-GPU (or 2 CPU processes): torchrun --nproc_per_node=2 -m lightx2v.infer ... --cfg_parallel
+multi-GPU (or CPU processes with gloo), LightX2V's parallel block; world size = seq_p_size x (2 with --cfg_parallel):
+  torchrun --nproc_per_node=2 -m lightx2v.infer ... --cfg_parallel
+  torchrun --nproc_per_node=4 -m lightx2v.infer ... --seq_p_size 4 --seq_p_attn_type ulysses
+  torchrun --nproc_per_node=4 -m lightx2v.infer ... --seq_p_size 2 --cfg_parallel
+  add --late_rank 1 --late_ms 80 --late_steps 1,3 to make rank 1 late in those model.infer calls (demo, tests)
 environment: LIGHTX2V_TORCH_PROFILE=0 disables profiling; LIGHTX2V_TORCH_PROFILE_DIR overrides --tb_dir.
 """
 
@@ -43,6 +55,7 @@ DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 SEED_MAX = 2**64 - 1  # torch.Generator.manual_seed's highest seed (negative seeds would alias high ones)
 # Qwen-Image runs at about 4; far beyond, `uncond + s*(cond - uncond)` overflows and the latents turn NaN (1e300)
 GUIDANCE_MAX = 100
+LATE_MS_MAX = 60_000  # a demo delay; far below gloo's and NCCL's collective timeouts (30 and 10 minutes)
 PIXEL_MULTIPLE = 16  # VAE scale 8 x patch 2, the same for every preset (check_args checks the arch's own)
 
 
@@ -111,7 +124,25 @@ def build_parser() -> argparse.ArgumentParser:
         default="save_results/qwen_image_t2i.png",
         help="PNG preview path; latents and metadata go next to it (default save_results/qwen_image_t2i.png)",
     )
-    g.add_argument("--cfg_parallel", action="store_true", help="under torchrun with 2 ranks: one CFG branch per rank")
+
+    g = p.add_argument_group(
+        "parallel (LightX2V's \"parallel\" block; under torchrun, world size = seq_p_size x (2 with --cfg_parallel))"
+    )
+    g.add_argument("--cfg_parallel", action="store_true",
+                   help="cfg_p_size 2: the two CFG branches on the two ranks of a pair, then an all-gather")
+    g.add_argument("--seq_p_size", type=Number(int, 1), default=1,
+                   help="ranks that split the image tokens (sequence parallelism; default 1: none)")
+    g.add_argument("--seq_p_attn_type", default="ulysses", choices=SEQ_P_ATTN_TYPES,
+                   help="ulysses: heads split, an all-to-all before and after every attention "
+                        "(ring is LightX2V's other kind, not implemented here)")
+
+    g = p.add_argument_group("a rank made late on purpose (demos and tests of who waited for whom)")
+    g.add_argument("--late_rank", type=Number(int, 0), default=None,
+                   help="this rank sleeps --late_ms before its first collective of a model.infer call")
+    g.add_argument("--late_ms", type=Number(float, 1, LATE_MS_MAX), default=None, help="how long, in ms")
+    g.add_argument("--late_steps", default=None, metavar="CALLS",
+                   help="in these model.infer calls only, e.g. 1,3 (counted from 0; with the capture at the first "
+                        "denoising step call N is the trace's ProfilerStep#N; default: every call)")
 
     g = p.add_argument_group("model size")
     g.add_argument("--preset", default="tiny", choices=list(PRESETS), help="model shape and defaults (default tiny)")
@@ -179,21 +210,70 @@ def check_args(args: argparse.Namespace, arch: QwenImageArch, world_size: int) -
                 f"{flag} {value} must be a positive multiple of {arch.pixel_multiple} "
                 f"(VAE scale {arch.vae_scale_factor} x patch {arch.patch_size})"
             )
-    if args.cfg_parallel and world_size != 2:
-        problems.append(
-            f"--cfg_parallel runs the two CFG branches on exactly 2 processes (world size here: {world_size}); "
-            "launch with: torchrun --nproc_per_node=2 -m lightx2v.infer ... --cfg_parallel"
-        )
-    if args.cfg_parallel and args.guidance_scale <= 1.0:
-        problems.append(f"--cfg_parallel needs CFG on, but --guidance_scale {args.guidance_scale} <= 1 disables it")
-    if world_size > 1 and not args.cfg_parallel:
-        problems.append(f"started by torchrun with {world_size} processes: add --cfg_parallel (with 2 processes)")
+    problems += parallel_problems(args, arch, world_size)
     problem = check_writable(Path(args.save_result_path))
     if problem:
         problems.append(problem)
     problem = check_trace_output(args)
     if problem:
         problems.append(problem)
+    return problems
+
+
+def parallel_problems(args: argparse.Namespace, arch: QwenImageArch, world_size: int) -> list[str]:
+    """What stops the parallel layout asked for (LightX2V's parallel block) on this job, one line each."""
+    problems = []
+    seq_p, cfg_p = args.seq_p_size, 2 if args.cfg_parallel else 1
+    if seq_p > 1 and args.seq_p_attn_type not in IMPLEMENTED_SEQ_P_ATTN_TYPES:
+        problems.append(f"--seq_p_attn_type {args.seq_p_attn_type} is not implemented in the embedded inference "
+                        f"(LightX2V's ring attention); use --seq_p_attn_type ulysses")
+    if seq_p * cfg_p != world_size:
+        if seq_p == 1 and args.cfg_parallel:
+            problems.append(
+                f"--cfg_parallel runs the two CFG branches on exactly 2 processes (world size here: {world_size}); "
+                "launch with: torchrun --nproc_per_node=2 -m lightx2v.infer ... --cfg_parallel"
+            )
+        elif seq_p == 1:
+            problems.append(f"started by torchrun with {world_size} processes: add --cfg_parallel (2 processes) "
+                            "and/or --seq_p_size N (world size = seq_p_size x 2 with --cfg_parallel, else seq_p_size)")
+        else:
+            layout = f"--seq_p_size {seq_p}" + (" x --cfg_parallel (2)" if args.cfg_parallel else "")
+            problems.append(f"{layout} needs {seq_p * cfg_p} processes (world size here: {world_size}); launch with: "
+                            f"torchrun --nproc_per_node={seq_p * cfg_p} -m lightx2v.infer ...")
+    if args.cfg_parallel and args.guidance_scale <= 1.0:
+        problems.append(f"--cfg_parallel needs CFG on, but --guidance_scale {args.guidance_scale} <= 1 disables it")
+    if seq_p > 1 and not arch.problems():
+        if arch.num_heads % seq_p:
+            problems.append(f"--seq_p_size {seq_p}: the {arch.num_heads} attention heads do not split evenly over "
+                            f"{seq_p} ranks (Ulysses gives each rank num_heads / seq_p_size heads)")
+        m = arch.pixel_multiple  # pixels per image token along each side
+        if all(v > 0 and v % m == 0 for v in (arch.height, arch.width)):  # else --height/--width said so
+            tokens = (arch.height // m) * (arch.width // m)
+            if tokens % seq_p:
+                problems.append(f"--seq_p_size {seq_p}: the {tokens} image tokens ({arch.height}/{m} x "
+                                f"{arch.width}/{m}) do not split evenly over {seq_p} ranks; choose a resolution "
+                                f"whose token count is a multiple of {seq_p}")
+    problems += late_rank_problems(args, world_size)
+    return problems
+
+
+def late_rank_problems(args: argparse.Namespace, world_size: int) -> list[str]:
+    if args.late_rank is None:
+        given = [flag for flag in ("late_ms", "late_steps") if getattr(args, flag) is not None]
+        return [f"--{given[0]} needs --late_rank (which rank is late)"] if given else []
+    problems = []
+    if args.late_ms is None:
+        problems.append(f"--late_rank {args.late_rank} needs --late_ms (how late, in ms)")
+    if world_size == 1:
+        problems.append("--late_rank: one process waits for no one; a rank is late for a collective, run under "
+                        "torchrun with --seq_p_size and/or --cfg_parallel")
+    elif args.late_rank >= world_size:
+        problems.append(f"--late_rank {args.late_rank} is not a rank of this job (world size {world_size})")
+    if args.late_steps is not None:
+        try:
+            parse_calls(args.late_steps)
+        except ValueError as exc:
+            problems.append(f"--late_steps {exc}")
     return problems
 
 
@@ -344,98 +424,131 @@ def capture_info() -> dict | None:
     }
 
 
+def late_rank(args: argparse.Namespace):
+    """The `LateRank` the flags ask for (None without --late_rank); the flags were checked by check_args."""
+    from lightx2v.models.networks.qwen_image.late_rank import LateRank
+
+    if args.late_rank is None:
+        return None
+    calls = parse_calls(args.late_steps) if args.late_steps is not None else None
+    return LateRank(rank=args.late_rank, ms=args.late_ms, calls=calls)
+
+
 def run(args: argparse.Namespace, arch: QwenImageArch, device, dtype) -> int:
     """Build, denoise, (rank 0) write the outputs and say where everything went; 1 when something asked for failed.
 
     The outputs are written even then: a trace that could not be written costs the trace, not the result.
     """
     import torch
-    from tqdm import tqdm
 
-    from lightx2v.models.runners.qwen_image.qwen_image_runner import QwenImageRunConfig, QwenImageRunner
     from lightx2v.utils import distributed
 
     if args.threads:
         torch.set_num_threads(args.threads)
     rank, world_size, device = distributed.setup(device)
     try:
-        config = QwenImageRunConfig(
-            arch=arch,
-            prompt=args.prompt,
-            negative_prompt=args.negative_prompt,
-            height=arch.height,
-            width=arch.width,
-            infer_steps=arch.infer_steps,
-            seed=args.seed,
-            guidance_scale=args.guidance_scale,
-            cfg_parallel=args.cfg_parallel,
-            device=device,
-            dtype=dtype,
-            attention=args.attention,
-            profile=profile_kwargs(args),
-        )
-        sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-        bar = tqdm(total=config.infer_steps, desc="denoise", unit="step", disable=rank != 0, file=sys.stderr)
-        runner = QwenImageRunner(config, progress_callback=lambda done, total: bar.update(1))
-        t0 = time.perf_counter()
-        runner.init_modules()
-        sync()
-        t1 = time.perf_counter()
-        latents = runner.run_pipeline()
-        sync()
-        t2 = time.perf_counter()
-        bar.close()
-        capture = capture_info() if args.profile else None
-        failures = []
-        if capture and not capture["trace_paths"]:
-            failures.append(f"the trace was not written: {capture['error']}")
-        elif capture and capture["error"]:  # e.g. the memory snapshot could not be written; the trace was
-            failures.append(f"the capture reported an error (its trace was written): {capture['error']}")
-        if rank != 0:
-            for failure in failures:
-                print(f"error: [rank {rank}] {failure}", file=sys.stderr)
-            return 1 if failures else 0
-        meta = {
-            "model_cls": args.model_cls,
-            "task": args.task,
-            "preset": args.preset,
-            "arch": dataclasses.asdict(arch),
-            "param_count": arch.param_count(),
-            "prompt": args.prompt,
-            "negative_prompt": args.negative_prompt,
-            "seed": args.seed,
-            "guidance_scale": args.guidance_scale,
-            "device": str(device),
-            "threads": torch.get_num_threads(),
-            "dtype": str(dtype).removeprefix("torch."),
-            "attention": args.attention,
-            "world_size": world_size,
-            "cfg_parallel": args.cfg_parallel,
-            "profile": args.profile,
-            "profile_kwargs": config.profile,
-            "infer_calls": runner.modules()[0].infer_calls,
-            "seconds": {"init": t1 - t0, "denoise": t2 - t1},
-            "capture": capture,
-        }
-        outputs = write_outputs(latents, config, Path(args.save_result_path), meta)
-        print(f"preview: {outputs['preview']}\nlatents: {outputs['latents']}\nmetadata: {outputs['metadata']}")
-        calls = runner.modules()[0].infer_calls
-        print(f"denoise: {t2 - t1:.2f} s for {config.infer_steps} steps, model.infer called {calls} times")
-        if capture and capture["run_dir"]:
-            print(f"trace run directory: {capture['run_dir']}")
-        for trace in capture["trace_paths"] if capture else []:
-            print(f"trace: {trace}")
-        if capture and capture["error"]:
-            print(f"trace: capture incomplete: {capture['error']}")
-        elif args.profile and not capture:
-            print("trace: none captured (profiling switched off by LIGHTX2V_TORCH_PROFILE)")
-        if not torch.isfinite(latents).all():
-            failures.append(f"the final latents hold NaN or Inf (dtype {meta['dtype']}); they were written anyway")
-        for failure in failures:
-            print(f"error: {failure}", file=sys.stderr)
-        return 1 if failures else 0
+        return _run_job(args, arch, device, dtype, rank, world_size)
     finally:
+        # after _run_job returned: its model, and the process groups the model holds, are gone, so
+        # destroy_process_group() frees every group and no gloo thread outlives it
         distributed.teardown()
+
+
+def _run_job(args: argparse.Namespace, arch: QwenImageArch, device, dtype, rank: int, world_size: int) -> int:
+    """The job itself, its objects (model, process groups) local to it, so they are gone when run() tears down."""
+    import torch
+    from tqdm import tqdm
+
+    from lightx2v.models.runners.qwen_image.qwen_image_runner import QwenImageRunConfig, QwenImageRunner
+
+    config = QwenImageRunConfig(
+        arch=arch,
+        prompt=args.prompt,
+        negative_prompt=args.negative_prompt,
+        height=arch.height,
+        width=arch.width,
+        infer_steps=arch.infer_steps,
+        seed=args.seed,
+        guidance_scale=args.guidance_scale,
+        cfg_parallel=args.cfg_parallel,
+        seq_p_size=args.seq_p_size,
+        seq_p_attn_type=args.seq_p_attn_type,
+        late=late_rank(args),
+        device=device,
+        dtype=dtype,
+        attention=args.attention,
+        profile=profile_kwargs(args),
+    )
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    bar = tqdm(total=config.infer_steps, desc="denoise", unit="step", disable=rank != 0, file=sys.stderr)
+    runner = QwenImageRunner(config, progress_callback=lambda done, total: bar.update(1))
+    t0 = time.perf_counter()
+    runner.init_modules()
+    sync()
+    t1 = time.perf_counter()
+    latents = runner.run_pipeline()
+    sync()
+    t2 = time.perf_counter()
+    bar.close()
+    capture = capture_info() if args.profile else None
+    failures = []
+    if capture and not capture["trace_paths"]:
+        failures.append(f"the trace was not written: {capture['error']}")
+    elif capture and capture["error"]:  # e.g. the memory snapshot could not be written; the trace was
+        failures.append(f"the capture reported an error (its trace was written): {capture['error']}")
+    if rank != 0:
+        for failure in failures:
+            print(f"error: [rank {rank}] {failure}", file=sys.stderr)
+        return 1 if failures else 0
+    meta = {
+        "model_cls": args.model_cls,
+        "task": args.task,
+        "preset": args.preset,
+        "arch": dataclasses.asdict(arch),
+        "param_count": arch.param_count(),
+        "prompt": args.prompt,
+        "negative_prompt": args.negative_prompt,
+        "seed": args.seed,
+        "guidance_scale": args.guidance_scale,
+        "device": str(device),
+        "threads": torch.get_num_threads(),
+        "dtype": str(dtype).removeprefix("torch."),
+        "attention": args.attention,
+        "world_size": world_size,
+        "cfg_parallel": args.cfg_parallel,
+        "parallel": {  # LightX2V's config block
+            "seq_p_size": args.seq_p_size,
+            "seq_p_attn_type": args.seq_p_attn_type,
+            "cfg_p_size": 2 if args.cfg_parallel else 1,
+        },
+        "late_rank": None if config.late is None else {
+            "rank": config.late.rank,
+            "ms": config.late.ms,
+            "calls": None if config.late.calls is None else sorted(config.late.calls),
+        },
+        "profile": args.profile,
+        "profile_kwargs": config.profile,
+        "infer_calls": runner.modules()[0].infer_calls,
+        "seconds": {"init": t1 - t0, "denoise": t2 - t1},
+        "capture": capture,
+    }
+    outputs = write_outputs(latents, config, Path(args.save_result_path), meta)
+    print(f"preview: {outputs['preview']}\nlatents: {outputs['latents']}\nmetadata: {outputs['metadata']}")
+    calls = runner.modules()[0].infer_calls
+    print(f"denoise: {t2 - t1:.2f} s for {config.infer_steps} steps, model.infer called {calls} times")
+    if capture and capture["run_dir"]:
+        print(f"trace run directory: {capture['run_dir']}")
+    for trace in capture["trace_paths"] if capture else []:
+        print(f"trace: {trace}")
+    if capture and capture["error"]:
+        print(f"trace: capture incomplete: {capture['error']}")
+    elif args.profile and not capture:
+        print("trace: none captured (profiling switched off by LIGHTX2V_TORCH_PROFILE)")
+    if not torch.isfinite(latents).all():
+        failures.append(f"the final latents hold NaN or Inf (dtype {meta['dtype']}); they were written anyway")
+    for failure in failures:
+        print(f"error: {failure}", file=sys.stderr)
+    return 1 if failures else 0
 
 
 def main(argv: list[str] | None = None) -> int:

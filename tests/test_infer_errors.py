@@ -39,6 +39,20 @@ CASES = [
     (["--threads", "0"], "argument --threads: must be an integer in 1.."),
     (["--profile_active", "0"], "argument --profile_active: must be an integer >= 1, got '0'"),
     (["--cfg_parallel"], "--cfg_parallel runs the two CFG branches on exactly 2 processes"),
+    # LightX2V's parallel block (docs/inference.md "Sequence parallelism"); impossible layouts, one line each
+    (["--seq_p_size", "2"], "--seq_p_size 2 needs 2 processes (world size here: 1); launch with: torchrun "
+                            "--nproc_per_node=2"),
+    (["--seq_p_size", "2", "--cfg_parallel"], "--seq_p_size 2 x --cfg_parallel (2) needs 4 processes"),
+    (["--seq_p_size", "2", "--seq_p_attn_type", "ring"], "--seq_p_attn_type ring is not implemented in the "
+                                                         "embedded inference (LightX2V's ring attention); use"),
+    (["--seq_p_attn_type", "ulysses-4090"], "--seq_p_attn_type: invalid choice: 'ulysses-4090'"),
+    (["--seq_p_size", "3"], "--seq_p_size 3: the 4 attention heads do not split evenly over 3 ranks"),
+    (["--seq_p_size", "4", "--height", "48", "--width", "48"],
+     "--seq_p_size 4: the 9 image tokens (48/16 x 48/16) do not split evenly over 4 ranks"),
+    (["--late_ms", "80"], "--late_ms needs --late_rank (which rank is late)"),
+    (["--late_rank", "0"], "--late_rank 0 needs --late_ms (how late, in ms)"),
+    (["--late_rank", "0", "--late_ms", "80"], "--late_rank: one process waits for no one"),
+    (["--late_ms", "0"], "argument --late_ms: must be a finite number in 1..60000, got '0'"),
     (["--preset", "qwen-image", "--num_layers", "600"], "GiB for its 203.94B weights"),  # no machine fits 0.8 TB
     (["--save_result_path", "out.xyz"], "unknown image extension '.xyz'"),
     (["--save_result_path", "BLOCKED"], "is not writable"),
@@ -59,6 +73,26 @@ def test_bad_input_gives_one_clear_error(tmp_path, args, message):
     assert [line for line in run.proc.stderr.splitlines() if "error:" in line] == [run.proc.stderr.splitlines()[-1]]
     assert "Traceback" not in run.output
     assert not (run.cwd / "save_results" / "torch_profile").exists()
+
+
+LAUNCHED = [  # what the CLI reads from torchrun's environment before joining: WORLD_SIZE against the layout asked
+    ("3", ["--seq_p_size", "2"], "--seq_p_size 2 needs 2 processes (world size here: 3)"),
+    ("4", [], "started by torchrun with 4 processes: add --cfg_parallel (2 processes) and/or --seq_p_size N"),
+    ("2", ["--seq_p_size", "2", "--late_rank", "2", "--late_ms", "80"], "--late_rank 2 is not a rank of this job "
+                                                                         "(world size 2)"),
+    ("2", ["--seq_p_size", "2", "--late_rank", "1", "--late_ms", "80", "--late_steps", "1,x"],
+     "--late_steps '1,x': give model.infer call indices (>= 0) separated by commas, e.g. 1,3"),
+]
+
+
+@pytest.mark.parametrize("world, args, message", LAUNCHED, ids=[" ".join(a) or "none" for _, a, _ in LAUNCHED])
+@pytest.mark.slow
+def test_a_layout_that_does_not_fit_the_launched_job_gives_one_clear_error(tmp_path, world, args, message):
+    run = run_infer(tmp_path / "cwd", *args, timeout=120, WORLD_SIZE=world)
+    assert run.proc.returncode == 2, run.output
+    assert message in run.proc.stderr, run.proc.stderr
+    assert [line for line in run.proc.stderr.splitlines() if "error:" in line] == [run.proc.stderr.splitlines()[-1]]
+    assert "Traceback" not in run.output
 
 
 def test_unwritable_logdir_from_the_environment_is_named(tmp_path):
@@ -88,7 +122,7 @@ def test_several_problems_are_reported_together(tmp_path):
 
 # --- every numeric flag, found by walking the parser, so a new flag is covered without editing this file ----------
 NUMERIC = [a for a in build_parser()._actions if a.type is not None]
-ZERO_ALLOWED = {"--seed", "--guidance_scale", "--profile_wait", "--profile_warmup"}  # the rest must be >= 1
+ZERO_ALLOWED = {"--seed", "--guidance_scale", "--profile_wait", "--profile_warmup", "--late_rank"}  # others >= 1
 
 
 def test_every_typed_flag_declares_its_range():

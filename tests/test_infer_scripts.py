@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -12,9 +13,13 @@ from conftest import REPO_ROOT, subprocess_env
 SCRIPTS = REPO_ROOT / "scripts" / "qwen_image"
 
 
-@pytest.mark.parametrize("script, workers", [("qwen_image_t2i.sh", 1), ("qwen_image_t2i_cfg_parallel.sh", 2)])
+@pytest.mark.parametrize(
+    "script, workers, parallel",  # parallel: (seq_p_size, cfg_p_size), LightX2V's parallel block the run reports
+    [("qwen_image_t2i.sh", 1, (1, 1)), ("qwen_image_t2i_cfg_parallel.sh", 2, (1, 2)),
+     ("qwen_image_t2i_seq_parallel.sh", 2, (2, 1))],
+)
 @pytest.mark.slow
-def test_script_runs_and_writes_under_save_results(tmp_path, script, workers):
+def test_script_runs_and_writes_under_save_results(tmp_path, script, workers, parallel):
     results = tmp_path / "results"
     proc = subprocess.run(
         ["bash", str(SCRIPTS / script), "--height", "64", "--width", "64", "--infer_steps", "2"],
@@ -31,6 +36,8 @@ def test_script_runs_and_writes_under_save_results(tmp_path, script, workers):
         "qwen_image_t2i.png",
         "qwen_image_t2i.pt",
     ]
+    meta = json.loads((results / "qwen_image_t2i.json").read_text())
+    assert (meta["parallel"]["seq_p_size"], meta["parallel"]["cfg_p_size"]) == parallel
     traces = list((results / "torch_profile").rglob("*.pt.trace.json"))
     assert len(traces) == workers and len({t.parent for t in traces}) == 1
     assert not (tmp_path / "save_results").exists()

@@ -164,3 +164,27 @@ def test_the_model_runs_the_attention_it_was_built_with(attention, ops):
     assert ops <= names
     other = {"aten::scaled_dot_product_attention", "aten::softmax"} - ops
     assert not other & names, other & names
+
+
+def test_late_rank_sleeps_once_per_chosen_call_before_its_first_collective_and_only_on_its_rank():
+    from lightx2v.models.networks.qwen_image.late_rank import LateRank, parse_calls
+
+    assert parse_calls("1,3") == parse_calls(" 3, 1,1") == frozenset({1, 3})
+    for bad in ("", "1,", "-1", "1.5", "x", "٣"):  # empty, negative, fractional, junk, a non-ASCII digit
+        with pytest.raises(ValueError, match="give model.infer call indices"):
+            parse_calls(bad)
+
+    def delays(late: LateRank, plan: list[tuple[int, int]]) -> list[int]:
+        """`late_rank_delay` regions per (call, rank this process is) of `plan`, three collectives per call."""
+        counts = []
+        for call, rank in plan:
+            with torch.profiler.profile() as prof:
+                late.start_call(call, rank)
+                for _ in range(3):  # every collective of the call asks; only the first one waits
+                    late.before_collective()
+            counts.append(sum(e.name == "late_rank_delay" for e in prof.events()))
+        return counts
+
+    chosen = LateRank(rank=1, ms=1.0, calls=frozenset({1, 3}))
+    assert delays(chosen, [(0, 1), (1, 1), (1, 0), (2, 1), (3, 1)]) == [0, 1, 0, 0, 1]
+    assert delays(LateRank(rank=0, ms=1.0), [(0, 0), (7, 0), (7, 1)]) == [1, 1, 0]  # no --late_steps: every call

@@ -1,7 +1,9 @@
 """torchrun integration: read the launcher's environment, start and stop the process group.
 
 gloo on CPU, NCCL on CUDA with one GPU per local rank, as LightX2V's multi-GPU runs do. torch is imported
-inside the functions so the CLI can ask for the world size before paying for `import torch`.
+inside the functions so the CLI can ask for the world size before paying for `import torch`. `mesh_groups()` makes
+the process groups of LightX2V's (cfg_p, seq_p) mesh, described as DeviceMesh describes them (`mesh_seq_p`,
+`mesh_cfg_p`), so a trace's `distributedInfo.pg_config` says which ranks each group holds.
 
 Exit: a rank whose process group outlives `destroy_process_group()` keeps gloo threads into interpreter shutdown
 and may abort there ("terminate called without an active exception"); docs/torchrun.md has the cause and figures.
@@ -13,7 +15,10 @@ skips that barrier, and a healthy one waits for it only so long, so a failed pee
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import os
+from typing import Any
 
 
 def launched_world_size() -> int:
@@ -34,6 +39,57 @@ def setup(device):
 
     dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
     return dist.get_rank(), dist.get_world_size(), device
+
+
+@dataclasses.dataclass(frozen=True)
+class MeshGroups:
+    """This rank's place in LightX2V's (cfg_p, seq_p) mesh and the process group of each dimension.
+
+    rank = cfg_p_rank * seq_p_size + seq_p_rank, as LightX2V's `init_device_mesh(..., (cfg_p_size, seq_p_size))`
+    lays it out: a sequence-parallel group is seq_p_size consecutive ranks, a CFG pair is two ranks seq_p_size
+    apart. A dimension of size 1 has no group (None). Hold it no longer than the work: a group something still
+    references outlives `destroy_process_group()` with its gloo threads (`teardown()` warns).
+    """
+
+    seq_p_size: int = 1
+    cfg_p_size: int = 1
+    seq_p_rank: int = 0
+    cfg_p_rank: int = 0
+    seq_p: Any = None  # torch.distributed.ProcessGroup of this rank's sequence-parallel ranks
+    cfg_p: Any = None  # ... of this rank's CFG pair
+
+
+# what DeviceMesh names its groups (`mesh_<dim>`), so traces of this job read like a LightX2V job's
+GROUP_DESC = {"seq_p": "mesh_seq_p", "cfg_p": "mesh_cfg_p"}
+
+
+def mesh_groups(seq_p_size: int, cfg_p_size: int) -> MeshGroups:
+    """Create the mesh's process groups; every rank of the job must call it (each `new_group` is a collective
+    call), with the same sizes. A ValueError when seq_p_size x cfg_p_size is not the world size."""
+    import torch.distributed as dist
+
+    world = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+    if seq_p_size * cfg_p_size != world:
+        raise ValueError(f"seq_p_size {seq_p_size} x cfg_p_size {cfg_p_size} != world size {world}")
+    if world == 1:
+        return MeshGroups()
+    rank = dist.get_rank()
+    cfg_p_rank, seq_p_rank = divmod(rank, seq_p_size)
+    layouts = {
+        "seq_p": [[c * seq_p_size + s for s in range(seq_p_size)] for c in range(cfg_p_size)],
+        "cfg_p": [[c * seq_p_size + s for c in range(cfg_p_size)] for s in range(seq_p_size)],
+    }
+    sizes = {"seq_p": seq_p_size, "cfg_p": cfg_p_size}
+    described = "group_desc" in inspect.signature(dist.new_group).parameters  # torch >= 2.4
+    mine: dict[str, Any] = {}
+    for dim, groups in layouts.items():
+        if sizes[dim] == 1:
+            continue
+        for ranks in groups:  # every rank creates every group, in the same order
+            group = dist.new_group(ranks, group_desc=GROUP_DESC[dim]) if described else dist.new_group(ranks)
+            if rank in ranks:
+                mine[dim] = group
+    return MeshGroups(seq_p_size, cfg_p_size, seq_p_rank, cfg_p_rank, mine.get("seq_p"), mine.get("cfg_p"))
 
 
 EXIT_BARRIER_TIMEOUT_S = 120.0  # how long a healthy rank waits at exit for its peers before leaving without them

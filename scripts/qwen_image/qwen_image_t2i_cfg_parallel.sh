@@ -10,8 +10,9 @@ preset=${PRESET:-tiny}
 
 export PYTHONPATH=${lightx2v_path}${PYTHONPATH:+:${PYTHONPATH}}
 
-# `python -m torch.distributed.run` is `torchrun`, without relying on the entry point being on PATH
-"${PYTHON:-python}" -m torch.distributed.run --nproc_per_node=2 -m lightx2v.infer \
+# `python -m torch.distributed.run` is `torchrun`, without relying on the entry point being on PATH;
+# --standalone: one node, a free rendezvous port (two jobs on one machine do not collide on 29500)
+"${PYTHON:-python}" -m torch.distributed.run --standalone --nproc_per_node=2 -m lightx2v.infer \
     --model_cls qwen_image \
     --task t2i \
     --preset "${preset}" \

@@ -54,8 +54,8 @@ class Run:
 
 
 def run_infer(cwd: Path, *args: str, torchrun: int = 0, timeout: float = 300, **env: str) -> Run:
-    launcher = (
-        [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={torchrun}"]
+    launcher = (  # --standalone: a free rendezvous port, so jobs running side by side never meet
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={torchrun}"]
         if torchrun
         else [sys.executable]
     )

@@ -4,6 +4,9 @@
 memory-efficient on CUDA, a fused CPU kernel). `math` writes it out as softmax(QKᵀ/√d)·V: two batched matmuls
 and a softmax, each its own op and kernels, with the scores materialized. Both compute the same function, so a
 before/after pair of traces differs in the attention's ops and kernels and (within rounding) not in the result.
+
+`joint_attention` runs one of them over the joint [text; image] sequence of an MMDiT block; with sequence
+parallelism, `ulysses.py` wraps it in the all-to-alls that give each rank the whole sequence for its heads.
 """
 
 from __future__ import annotations
@@ -27,6 +30,18 @@ def math_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.T
     """The same as `sdpa_attention`, spelled out; the softmax runs in float32 (as SDPA's own math path does)."""
     scores = torch.matmul(q, k.transpose(-2, -1)) * q.shape[-1] ** -0.5
     return torch.matmul(scores.softmax(dim=-1, dtype=torch.float32).to(v.dtype), v)
+
+
+QKV = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+def joint_attention(attend: Attention, txt: QKV, img: QKV) -> tuple[torch.Tensor, torch.Tensor]:
+    """One attention over the joint sequence [text; image]: (B, L, H, D) q/k/v per stream in, the (B, L, H, D)
+    output of each stream out (text first, as the joint sequence)."""
+    q, k, v = (torch.cat(pair, dim=1).transpose(1, 2) for pair in zip(txt, img, strict=True))  # (B, H, L, D)
+    out = attend(q, k, v).transpose(1, 2)
+    txt_out, img_out = out.split([txt[0].shape[1], img[0].shape[1]], dim=1)
+    return txt_out, img_out
 
 
 ATTENTION: dict[str, Attention] = dict(zip(ATTENTION_NAMES, (sdpa_attention, math_attention), strict=True))

@@ -13,6 +13,10 @@ import dataclasses
 ATTENTION_NAMES = ("sdpa", "math")
 DEFAULT_ATTENTION = "sdpa"
 
+# LightX2V's `parallel.seq_p_attn_type` values the CLI knows; only ulysses is implemented here (ulysses.py)
+SEQ_P_ATTN_TYPES = ("ulysses", "ring")
+IMPLEMENTED_SEQ_P_ATTN_TYPES = ("ulysses",)
+
 
 @dataclasses.dataclass(frozen=True)
 class QwenImageArch:

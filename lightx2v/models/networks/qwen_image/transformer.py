@@ -2,20 +2,25 @@
 
 Each block modulates both streams with adaLN (shift/scale/gate from the timestep embedding), projects each
 stream to q/k/v with its own weights, runs one attention (`attention.py`: fused SDPA or explicit math) over
-the concatenated [text; image] sequence, splits the result back, and gives each stream its own MLP. `record_function`
+the concatenated [text; image] sequence, splits the result back, and gives each stream its own MLP. With sequence
+parallelism each rank holds a share of the image tokens and all text tokens, and the joint attention goes through
+Ulysses' all-to-alls (`ulysses.py`); everything else is per token and runs on the share as it is. `record_function`
 regions name the parts so a trace reads like the model.
 """
 
 from __future__ import annotations
+
+import typing
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.profiler import record_function
 
-from lightx2v.models.networks.qwen_image.attention import attention_by_name
+from lightx2v.models.networks.qwen_image.attention import attention_by_name, joint_attention
 from lightx2v.models.networks.qwen_image.config import DEFAULT_ATTENTION, QwenImageArch
 from lightx2v.models.networks.qwen_image.layers import apply_rope, rms_norm, timestep_features
+from lightx2v.models.networks.qwen_image.ulysses import UlyssesAttention
 
 
 def _modulate(x: torch.Tensor, shift: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
@@ -57,6 +62,7 @@ class JointBlock(nn.Module):
         self.index = index
         self.heads = arch.num_heads
         self.attend = attention_by_name(attention)
+        self.ulysses: UlyssesAttention | None = None  # set by QwenImageTransformer.set_sequence_parallel
         self.img = StreamWeights(arch)
         self.txt = StreamWeights(arch)
 
@@ -69,12 +75,12 @@ class JointBlock(nn.Module):
             with record_function("attention"):
                 iq, ik, iv = self.img.qkv(_modulate(img, img_mod[0], img_mod[1]), self.heads, *img_rope)
                 tq, tk, tv = self.txt.qkv(_modulate(txt, txt_mod[0], txt_mod[1]), self.heads, *txt_rope)
-                # joint sequence [text; image], heads first: (B, H, L, Dh)
-                q, k, v = (torch.cat(pair, dim=1).transpose(1, 2) for pair in ((tq, iq), (tk, ik), (tv, iv)))
-                out = self.attend(q, k, v).transpose(1, 2).flatten(2)
-                txt_out, img_out = out.split([txt.shape[1], img.shape[1]], dim=1)
-                img = img + img_mod[2][:, None, :] * self.img.to_out(img_out)
-                txt = txt + txt_mod[2][:, None, :] * self.txt.to_out(txt_out)
+                if self.ulysses is None:
+                    txt_out, img_out = joint_attention(self.attend, (tq, tk, tv), (iq, ik, iv))
+                else:  # img holds this rank's share of the image tokens, txt all text tokens
+                    txt_out, img_out = self.ulysses(self.attend, (tq, tk, tv), (iq, ik, iv))
+                img = img + img_mod[2][:, None, :] * self.img.to_out(img_out.flatten(2))
+                txt = txt + txt_mod[2][:, None, :] * self.txt.to_out(txt_out.flatten(2))
             with record_function("mlp"):
                 img = img + img_mod[5][:, None, :] * self.img.mlp(_modulate(img, img_mod[3], img_mod[4]))
                 txt = txt + txt_mod[5][:, None, :] * self.txt.mlp(_modulate(txt, txt_mod[3], txt_mod[4]))
@@ -97,6 +103,12 @@ class QwenImageTransformer(nn.Module):
         self.blocks = nn.ModuleList(JointBlock(arch, i, attention) for i in range(arch.num_layers))
         self.norm_out_mod = nn.Linear(d, 2 * d)
         self.proj_out = nn.Linear(d, arch.in_channels)
+
+    def set_sequence_parallel(self, ulysses: UlyssesAttention | None) -> None:
+        """Every block's joint attention through `ulysses` (sequence parallelism), or local again with None.
+        The forward then takes this rank's share of the image tokens (and their rotary angles)."""
+        for block in self.blocks:
+            typing.cast(JointBlock, block).ulysses = ulysses
 
     def forward(self, tokens, text, sigma, img_rope, txt_rope):
         dtype = self.img_in.weight.dtype

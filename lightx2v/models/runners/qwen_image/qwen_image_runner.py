@@ -14,6 +14,7 @@ import torch
 
 from lightx2v.models.input_encoders.pseudo_text_encoder import embed_prompt
 from lightx2v.models.networks.qwen_image.config import DEFAULT_ATTENTION, QwenImageArch
+from lightx2v.models.networks.qwen_image.late_rank import LateRank
 from lightx2v.models.networks.qwen_image.model import QwenImageTransformerModel
 from lightx2v.models.schedulers.qwen_image.scheduler import QwenImageScheduler
 from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext
@@ -29,7 +30,10 @@ class QwenImageRunConfig:
     seed: int = 42
     negative_prompt: str = " "
     guidance_scale: float = 4.0
-    cfg_parallel: bool = False
+    cfg_parallel: bool = False  # LightX2V's cfg_p_size 2: one CFG branch per rank of a pair
+    seq_p_size: int = 1  # LightX2V's parallel.seq_p_size: ranks that split the image tokens
+    seq_p_attn_type: str = "ulysses"  # LightX2V's parallel.seq_p_attn_type (only ulysses here)
+    late: LateRank | None = None  # a rank made late on purpose (late_rank.py), for demos and tests
     device: torch.device = dataclasses.field(default_factory=lambda: torch.device("cpu"))
     dtype: torch.dtype = torch.float32
     weight_seed: int = 0
@@ -55,7 +59,10 @@ class QwenImageRunner:
             weight_seed=c.weight_seed,
             guidance_scale=c.guidance_scale,
             cfg_parallel=c.cfg_parallel,
+            seq_p_size=c.seq_p_size,
+            seq_p_attn_type=c.seq_p_attn_type,
             attention=c.attention,
+            late=c.late,
         )
         self.scheduler = QwenImageScheduler(
             c.arch, height=c.height, width=c.width, infer_steps=c.infer_steps, seed=c.seed, device=c.device

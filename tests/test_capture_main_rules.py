@@ -115,7 +115,7 @@ def test_a_wait_is_a_positive_finite_number_of_seconds():
 
 def test_a_pid_is_a_positive_whole_number():
     assert positive_pid("1") == 1 and positive_pid(" 1234 ") == 1234
-    for text in ("0", "-3", "x", "1.5", ""):
+    for text in ("0", "-3", "x", "1.5", "", "¹", "²³", "٣", "+5", "9" * 5000):  # isdigit() takes ¹, int() does not
         with pytest.raises(Exception) as raised:
             positive_pid(text)
         assert str(raised.value) == f"expected a process id (a positive integer), got {text!r}"

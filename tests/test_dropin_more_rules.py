@@ -560,7 +560,9 @@ def test_without_a_usable_stderr_a_message_is_dropped_not_raised(stderr):
 
 
 @pytest.mark.parametrize("value,port", [("7007", 7007), (" 7007 ", 7007), ("1", 1), ("65535", 65535), ("0", 16006),
-                                        ("65536", 16006), ("70x", 16006), ("-5", 16006), ("", 16006)])
+                                        ("65536", 16006), ("70x", 16006), ("-5", 16006), ("", 16006),
+                                        ("¹", 16006), ("²³", 16006), ("٣", 16006), ("+7007", 16006),
+                                        ("9" * 5000, 16006)])
 def test_the_hints_port_is_the_switchs_when_it_is_a_port(monkeypatch, value, port):
     monkeypatch.setenv(dropin.ENV_PORT, value)
     assert dropin._hint_port(16006) == port

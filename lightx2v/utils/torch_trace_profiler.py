@@ -32,8 +32,10 @@ Environment switches: ``LIGHTX2V_TORCH_PROFILE=0`` (or ``false``/``off``/``no``)
 call; ``LIGHTX2V_TORCH_PROFILE_DIR`` replaces ``tb_dir``; ``LIGHTX2V_TENSORBOARD_PORT`` replaces the port shown
 in the viewing hints (e.g. the host port a container publishes); ``LIGHTX2V_TORCH_PROFILE_REMOTE=0`` keeps the
 process from being armed from outside; ``LIGHTX2V_TORCH_PROFILE_MEMORY_SNAPSHOT=1`` (or ``0``) replaces
-``memory_snapshot`` (see "the CUDA memory snapshot"). A switch's value that is no on/off word keeps its default and
-is warned about once (``_env_flag``).
+``memory_snapshot`` (see "the CUDA memory snapshot"). A value the drop-in does not take (a switch that is no on/off
+word, a port that is not ASCII digits in 1..65535) keeps its default and is warned about once; no value raises into
+``run()``. ``LIGHTX2V_TORCH_PROFILE_DIR`` is read as the viewers read it: spaces around ignored, blank is unset, a
+leading ``~`` is the home folder (``env_path``).
 
 Settings live in ``TorchTraceProfileConfig`` (defaults, a doc per field, the one check). The original LightX2V
 module's other names keep working: ``TorchTraceProfiler(cfg)`` with ``try_claim(label)`` / ``run(step_fn)`` /
@@ -93,6 +95,11 @@ _FLAGS_WARNED: set[tuple[str, str]] = set()  # (variable, value) pairs already w
 _FLAGS_WARNED_LOCK = threading.Lock()
 
 
+# The environment is read on the caller's path (each capture's start, its hints), so every reading below keeps its
+# default on a value it does not take, says so once, and never raises: no value may cost the caller the result.
+# The stack's registry (lightx2v.settings) reads the same variables through these rules, refusing what they refuse.
+
+
 def _env_flag(name: str, default: bool = True) -> bool:
     """An on/off switch from the environment: a word of ``ON_WORDS`` is on, of ``OFF_WORDS`` off; unset or empty is
     ``default``. Any other word (a typo: ``flase``) keeps ``default`` and warns once per variable and value. The one
@@ -105,13 +112,41 @@ def _env_flag(name: str, default: bool = True) -> bool:
         return True
     if value in OFF_WORDS:
         return False
+    _warn_env_once(name, raw, f"an on/off word ({'/'.join(ON_WORDS)} or {'/'.join(OFF_WORDS)}, any case)",
+                   "on" if default else "off")
+    return default
+
+
+def _warn_env_once(name: str, raw: str, expected: str, default: str) -> None:
+    """Say once per variable and value that ``raw`` is not ``expected`` and ``default`` is kept."""
     with _FLAGS_WARNED_LOCK:
         first = (name, raw) not in _FLAGS_WARNED
         _FLAGS_WARNED.add((name, raw))
     if first:
-        _log(logging.WARNING, f"[Profile] {name}={raw!r} is not an on/off word ({'/'.join(ON_WORDS)} or "
-                              f"{'/'.join(OFF_WORDS)}, any case); keeping the default: {'on' if default else 'off'}")
-    return default
+        _log(logging.WARNING, f"[Profile] {name}={raw!r} is not {expected}; keeping the default: {default}")
+
+
+WHOLE_NUMBER_DIGITS = 18  # longer digit strings are no port, rank or size (and int() refuses past 4300 digits)
+
+
+def whole_number(text: Optional[str]) -> Optional[int]:
+    """``text`` as a whole number when it is ASCII digits (spaces around ignored), else None.
+
+    The one reading of a number someone else wrote (the environment, a plan in the job's store), here and in the
+    stack's settings: ``str.isdigit()`` also takes ``¹`` (which int() refuses) and ``٣`` (which int() reads as 3),
+    and int() takes ``+7`` and ``7_000``."""
+    value = (text or "").strip()
+    if value.isascii() and value.isdigit() and len(value) <= WHOLE_NUMBER_DIGITS:
+        return int(value)
+    return None
+
+
+def env_path(text: Optional[str]) -> Optional[str]:
+    """A folder from the environment: spaces around ignored, a leading ``~`` expanded; None when blank (unset).
+
+    The one reading of ``ENV_DIR``, here and in the stack's settings (every viewer watches what this returns)."""
+    value = (text or "").strip()
+    return os.path.expanduser(value) if value else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -413,7 +448,7 @@ _SESSION = _Session()
 def resolve_log_dir(tb_dir: Optional[Union[str, os.PathLike]] = None) -> str:
     """The absolute TensorBoard logdir captures write to: ``LIGHTX2V_TORCH_PROFILE_DIR``, else ``tb_dir``, else
     ``save_results/torch_profile`` under the cwd. The TensorBoard launcher and ``lightx2v.serve`` watch the same."""
-    return os.path.abspath(os.fspath(os.environ.get(ENV_DIR) or tb_dir or DEFAULT_TB_DIR))
+    return os.path.abspath(os.fspath(env_path(os.environ.get(ENV_DIR)) or tb_dir or DEFAULT_TB_DIR))
 
 
 SummaryHandler = Callable[[str], Iterable[str]]
@@ -885,12 +920,10 @@ def _distributed_identity() -> tuple[int, int, Any]:
 
 
 def _env_int(name: str, default: int) -> int:
-    """A launcher's integer from the environment; unset, empty or not a number (``WORLD_SIZE=``): ``default``.
+    """A launcher's integer from the environment; unset, empty or not a whole number (``WORLD_SIZE=``): ``default``.
     Never raises: it is read on the caller's path (a capture's start, capture_status(), an on_trace_ready export)."""
-    try:
-        return int(os.environ.get(name) or default)
-    except ValueError:
-        return default
+    value = whole_number(os.environ.get(name))
+    return default if value is None else value
 
 
 _unpin_skip_logged = False
@@ -1272,9 +1305,13 @@ def _module_available(name: str) -> bool:
 
 
 def _hint_port(default: int) -> int:
-    value = os.environ.get(ENV_PORT, "").strip()
-    if value.isdigit() and 1 <= int(value) <= 65535:
-        return int(value)
+    """The port the hints name: ``ENV_PORT`` when it is a port number, else ``default`` (a bad value said once)."""
+    raw = os.environ.get(ENV_PORT, "")
+    port = whole_number(raw)
+    if port is not None and 1 <= port <= 65535:
+        return port
+    if raw.strip():
+        _warn_env_once(ENV_PORT, raw, "a port number 1-65535", str(default))
     return default
 
 
@@ -1542,8 +1579,9 @@ def _job_plan(published: list[dict[str, Any]]) -> str:
 def _read_plan(plan: str) -> tuple[Optional[int], Optional[str]]:
     """A plan from the store: (the agreed call, None), or (None, why nobody captures)."""
     word, _, rest = plan.partition(" ")
-    if word == JOB_PLAN_CALL and rest.strip().isdigit():
-        return int(rest), None
+    target = whole_number(rest) if word == JOB_PLAN_CALL else None
+    if target is not None:
+        return target, None
     prefix = JobArmState.ABANDONED.value + ": "
     return None, plan[len(prefix):] if plan.startswith(prefix) else plan
 

@@ -429,6 +429,24 @@ def test_an_export_that_wrote_nothing_fails_naming_the_folder_and_leaves_nothing
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("use_gzip", [False, True])
+@pytest.mark.parametrize("text,said", [("", "an empty trace"), ('{"traceEvents": [{"name": "a"}, {"na', "a trace cut "
+                                        "off after 36 bytes"), ('{"traceEvents": [{"name": "a"}, ', "a trace cut off "
+                                        "after 32 bytes")])
+def test_an_export_that_kineto_cut_short_fails_saying_so_and_leaves_nothing(tmp_path, text, said, use_gzip):
+    """Kineto renames a trace whose one write failed at close (a full disk) as if it were whole."""
+    with pytest.raises(OSError) as raised:
+        dropin._export_atomically(_Prof(text), str(tmp_path / "t.json"), use_gzip)
+    assert str(raised.value) == f"torch.profiler wrote {said} in {tmp_path} (disk full or not writable?)"
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("text", ["{}", '{"traceEvents": []}\n', '{"a": 1}  \n\n', "{" + " " * 100 + "}\n"])
+def test_a_trace_that_ends_as_a_json_object_is_whole(tmp_path, text):
+    dropin._export_atomically(_Prof(text), str(tmp_path / "t.json"), False)
+    assert (tmp_path / "t.json").read_text() == text
+
+
 def test_an_export_into_the_cwd_that_wrote_nothing_names_the_cwd_as_a_dot(clean):
     with pytest.raises(OSError, match=r"could not write the trace in \. \(disk"):
         dropin._export_atomically(_Prof(write=False), "t.json", False)
@@ -855,13 +873,33 @@ def test_a_watcher_that_cannot_write_says_so_once_and_captures_go_on(clean, monk
     (clean / "tb").write_text("a file where the logdir should be")
     control = dropin._RemoteControl()
     control.start_once("tensorboard", "tb")
-    assert control.status_path is None and control.failure_logged
+    assert control.status_path is None and messages(caplog) == []  # said after the capture's report ...
+    control.after_capture()  # ... which said nothing of this logdir
+    assert control.failure_logged
     [line] = messages(caplog)
     assert line.startswith("[Profile] remote arming: NotADirectoryError(20, 'Not a directory') ")
     assert line.endswith(f"(status {clean}/tb/.capture/{HOST}_{os.getpid()}.status.json); captures still work, "
                          "`python -m lightx2v.capture` may not see this process")
     control._log_failure_once(OSError("again"))
     assert len(messages(caplog)) == 1
+
+
+def test_a_watcher_that_cannot_write_where_the_capture_could_not_either_says_nothing_more(clean, caplog):
+    """One fault, one line: the capture's report said the logdir cannot be written; the watcher's failure to
+    start there, and its later OS errors there, are that fault. Another logdir's fault, or another error, is not."""
+    caplog.set_level(logging.INFO, PROFILE.name)
+    (clean / "tb").write_text("a file where the logdir should be")
+    control = dropin._RemoteControl()
+    control.start_once("tensorboard", "tb")
+    control.after_capture(str(clean / "other"))
+    assert control.logdir_fault_said is False and control.start_failure is None and len(messages(caplog)) == 1
+    control = dropin._RemoteControl()
+    control.start_once("tensorboard", "tb")
+    control.after_capture(str(clean / "tb"))
+    control._log_failure_once(OSError(28, "No space left on device"))
+    assert messages(caplog)[1:] == [] and not control.failure_logged
+    control._log_failure_once(TypeError("bad"))
+    assert len(messages(caplog)) == 2 and messages(caplog)[1].startswith("[Profile] remote arming: TypeError('bad')")
 
 
 def test_after_a_capture_the_status_file_shows_it_and_a_removed_logdir_is_no_error(remote, caplog):
@@ -1351,7 +1389,7 @@ def fast_progress(monkeypatch, caplog):
 
 
 def test_a_long_export_says_how_much_of_kinetos_partial_file_is_written(tmp_path, fast_progress, caplog):
-    stats = dropin._export_atomically(_Prof("x" * 2500, pause=0.4), str(tmp_path / "t.json"), False)
+    stats = dropin._export_atomically(_Prof("{" + "x" * 2498 + "}", pause=0.4), str(tmp_path / "t.json"), False)
     lines = messages(caplog)
     pattern = (rf"\[Profile\] exporting {re.escape(str(tmp_path))}/t\.json: torch\.profiler writing: 2\.5 KB, 0 s"
                r"(, RSS [\d.]+ [KMG]B)?")
@@ -1361,7 +1399,7 @@ def test_a_long_export_says_how_much_of_kinetos_partial_file_is_written(tmp_path
 
 def test_a_long_gzip_says_what_kineto_wrote_and_how_far_the_gzip_is(tmp_path, fast_progress, caplog, monkeypatch):
     monkeypatch.setattr(dropin, "GZIP_CHUNK", 16)  # a slow gzip pass
-    dropin._export_atomically(_Prof("x" * 1_000_000), str(tmp_path / "t.json.gz"), True)
+    dropin._export_atomically(_Prof("{" + "x" * 999_998 + "}"), str(tmp_path / "t.json.gz"), True)
     gzip_lines = [m for m in messages(caplog) if "; gzip: " in m]
     assert gzip_lines, messages(caplog)
     pattern = (rf"\[Profile\] exporting {re.escape(str(tmp_path))}/t\.json\.gz: torch\.profiler wrote 1\.0 MB in 0 s; "

@@ -178,6 +178,73 @@ def test_disk_full_during_export_is_reported_and_leaves_no_partial_file(tmp_path
     assert leftovers == []  # beside the process's remote-arming status file (tb/.capture/), nothing
 
 
+# A logdir that cannot take a file, four real ways, as root (tests run as root, where a chmod stops nothing): a file
+# where a folder should be (ENOTDIR), a file size limit (EFBIG, as a full disk: RLIMIT_FSIZE), and, in a mount
+# namespace of its own (`unshare -m`, root), a tmpfs that is full (ENOSPC), fills up during the export, or is
+# mounted read-only (EROFS).
+FAULTS = {
+    "a file in the way": "touch {root}/tb",
+    "files limited to 100 bytes": "",
+    "a full disk": "mount -t tmpfs -o size=64k tmpfs {root} && (head -c 1000000 /dev/zero > {root}/fill || true)",
+    "a disk that fills during the export": "mount -t tmpfs -o size=1m tmpfs {root} && "
+                                           "head -c $((1048576 - 24576)) /dev/zero > {root}/fill",
+    "a read-only disk": "mount -t tmpfs -o ro tmpfs {root}",
+}
+NEEDS_A_MOUNT = ("a full disk", "a disk that fills during the export", "a read-only disk")
+
+
+def mount_namespaces_work() -> bool:
+    try:
+        return subprocess.run(["unshare", "-m", "mount", "-t", "tmpfs", "tmpfs", "/mnt"], capture_output=True,
+                              timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault,calls", [  # calls: matmuls in the target; 0 is a trace small enough for one write
+    ("a file in the way", 0), ("files limited to 100 bytes", 0), ("files limited to 100 bytes", 50),
+    ("a full disk", 0), ("a full disk", 50), ("a disk that fills during the export", 50), ("a read-only disk", 0)])
+def test_a_logdir_that_cannot_take_a_file_is_one_line_and_the_result(tmp_path, fault, calls):
+    """One fault, one line: the capture says its logdir cannot take the trace; the remote-arming watcher, which
+    cannot write its status there either, says nothing more. The caller gets the result; no trace is visible, not
+    even an empty one (torch's exporter does not notice when the one write of a small trace fails at close: the
+    drop-in does, by the file's end)."""
+    if fault in NEEDS_A_MOUNT and not mount_namespaces_work():
+        pytest.skip("needs a mount namespace (`unshare -m`, root) for a real full or read-only filesystem")
+    root = tmp_path / "disk"
+    root.mkdir()
+    script = textwrap.dedent(f"""
+        import resource, signal, torch
+        if {fault == "files limited to 100 bytes"}:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
+        from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext
+        def target(x):
+            for _ in range({calls}):
+                x = torch.relu(x @ x)
+            return x.shape
+        print(TorchTraceProfileContext("faulty", tb_dir={str(root / "tb")!r}, with_stack={calls > 0}).run(
+            target, torch.ones(8, 8)))
+        import os  # what is left in the logdir, seen from inside the mount namespace (its tmpfs goes with it)
+        print(sorted(os.path.join(d, f) for d, _, files in os.walk({str(root / "tb")!r}) for f in files
+                     if ".capture" not in d))  # the process's status file is the only one that should be there
+    """)
+    prepare = FAULTS[fault].format(root=root)
+    command = [sys.executable, "-c", script]
+    if prepare:
+        command = ["unshare", "-m", "sh", "-c", f'{prepare} && exec "$@"', "sh", *command] if fault in NEEDS_A_MOUNT \
+            else ["sh", "-c", f'{prepare} && exec "$@"', "sh", *command]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=180, env=subprocess_env(
+        LIGHTX2V_TORCH_PROFILE_DIR="", LIGHTX2V_TORCH_PROFILE_REMOTE=""), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["torch.Size([8, 8])", "[]"]  # the result; no file left in the logdir
+    said = [line for line in proc.stderr.splitlines() if line.startswith("[Profile]") and " capturing " not in line]
+    assert len(said) == 1, proc.stderr
+    assert str(root / "tb") in said[0] and ("cannot create the trace directory" in said[0]
+                                            or "could not write" in said[0]), said
+
+
 def test_partial_trace_is_never_visible_to_a_polling_reader(tmp_path, monkeypatch):
     """A reader that looks at the logdir while our gzip is half-written must find no trace, or a whole one.
 

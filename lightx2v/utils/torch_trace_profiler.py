@@ -623,15 +623,17 @@ def _new_site(key: tuple, cacheable: bool) -> _Site:
 def _capture_claimed(cfg: TorchTraceProfileConfig, label: str, generation: int, func: Callable[..., T],
                      args: tuple, kwargs: dict, site: Optional[_Site] = None) -> T:
     """Run the capture that ``_SESSION.claim()`` allowed, and release the session whatever happens."""
+    capture: Optional[_Capture] = None
     try:
         if site is not None:
             _SESSION.last_site = site  # a job arm captures at this call site again (see "remote arming")
         _REMOTE.start_once(cfg.profile_format, cfg.tb_dir)  # see "remote arming"; never raises
-        return _Capture(cfg, label, generation, _SESSION.rendezvous_of(generation)).run(func, args, kwargs)
+        capture = _Capture(cfg, label, generation, _SESSION.rendezvous_of(generation))
+        return capture.run(func, args, kwargs)
     finally:
         _unpin_process_group_defaults()  # before the caller can reach destroy_process_group()
         _SESSION.release()
-        _REMOTE.after_capture()  # see "remote arming"; never raises
+        _REMOTE.after_capture(capture.write_fault_in if capture else None)  # see "remote arming"; never raises
 
 
 def _qualified_name(func: Callable[..., Any]) -> str:
@@ -655,6 +657,7 @@ class _Capture:
         self.export_stats: dict[str, _ExportStats] = {}  # by trace path: the export's time and peak RSS
         self.errors: list[str] = []
         self.target_failed = False
+        self.write_fault_in: Optional[str] = None  # the logdir a write into failed (said in this capture's report)
 
     def run(self, func: Callable[..., T], args: tuple, kwargs: dict) -> T:
         import torch
@@ -665,6 +668,7 @@ class _Capture:
         try:
             self.run_dir, self.log_dir, targets = self._plan_outputs()
         except OSError as exc:
+            self.write_fault_in = self._output_root()
             self._report_failure(f"cannot create the trace directory in {self._output_root()}: {exc}; "
                                  "running unprofiled")
             return func(*args, **kwargs)
@@ -754,6 +758,8 @@ class _Capture:
                 self.export_stats[path] = _export_atomically(prof, path, self.config.use_gzip)
                 self.trace_paths.append(path)
             except Exception as exc:
+                if isinstance(exc, OSError):
+                    self.write_fault_in = self.log_dir or os.path.dirname(path)
                 self.errors.append(f"could not write {path}: {exc!r}")
 
     @staticmethod
@@ -1191,6 +1197,10 @@ def _export_atomically(prof, path: str, use_gzip: bool) -> _ExportStats:
             if not os.path.isfile(exported):  # kineto logs its own write errors and returns normally
                 raise OSError(f"torch.profiler could not write the trace in {os.path.dirname(path) or '.'} "
                               "(disk full or not writable?)")
+            cut = _cut_short(exported)
+            if cut:  # ... but not all of them
+                raise OSError(f"torch.profiler wrote {cut} in {os.path.dirname(path) or '.'} (disk full or not "
+                              "writable?)")
             if use_gzip:
                 watch.total = os.path.getsize(exported)
                 watch.phase = (f"torch.profiler wrote {_format_bytes(watch.total)} in "
@@ -1202,6 +1212,24 @@ def _export_atomically(prof, path: str, use_gzip: bool) -> _ExportStats:
         finally:  # kineto writes <path>.tmp, then renames
             _remove_if_there(exported + ".tmp", *([exported] if use_gzip else []))
     return watch.stats
+
+
+def _cut_short(path: str) -> Optional[str]:
+    """What is wrong with the JSON trace torch.profiler just wrote at ``path`` ("an empty trace", "a trace cut off
+    after N bytes"), or None when it ends as a whole one does.
+
+    Kineto notices a write that fails while it exports (and then leaves no file), but not one that fails when the
+    file is closed: a trace small enough for one write, on a full disk or past a file size limit, is renamed into
+    place empty or cut short. A whole trace is one JSON object, so it ends with ``}``; its last bytes say so,
+    whatever its size. (A cut that happens to fall right after an event's own ``}`` passes: parsing the whole trace
+    to know would cost more than the export itself.)"""
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        f.seek(max(0, size - 64))
+        end = f.read().rstrip()
+    if not size:
+        return "an empty trace"
+    return None if end.endswith(b"}") else f"a trace cut off after {size} bytes"
 
 
 def _slug(text: str, limit: int) -> str:
@@ -1609,6 +1637,10 @@ class _RemoteControl:
         self.started_at: Optional[float] = None  # the process's start time, from /proc
         self.written_state: Optional[tuple] = None  # _shown_state() as of the last status write
         self.failure_logged = False
+        # One fault, one line: start_once's failure waits for the capture's report (after_capture), and once a
+        # capture said that the watcher's logdir cannot be written, the watcher's OSErrors there are that fault.
+        self.start_failure: Optional[tuple[BaseException, Optional[str]]] = None  # (error, status path)
+        self.logdir_fault_said = False
         self.next_job_arm = 1  # the job arm this rank looks for in the store next
         self.store_clone: Optional[tuple[Any, Any]] = None  # (the job's store, the watcher's own connection to it)
 
@@ -1640,11 +1672,18 @@ class _RemoteControl:
 
             atexit.register(self._mark_exited)
         except Exception as exc:
-            self._log_failure_once(exc)
+            self.start_failure = exc, self.status_path  # said by after_capture, unless the capture said it
             self.status_path = None  # no status, no watcher: captures go on as before
 
-    def after_capture(self) -> None:
-        """In the caller's thread, right after a capture: publish what it produced. Never raises."""
+    def after_capture(self, write_fault_in: Optional[str] = None) -> None:
+        """In the caller's thread, right after a capture and its report: publish what it produced. ``write_fault_in``:
+        the logdir the capture said it could not write into (then the watcher's failure there is not said again).
+        Never raises."""
+        if write_fault_in is not None and write_fault_in == self.log_dir:
+            self.logdir_fault_said = True
+        if self.start_failure is not None:
+            (exc, status_path), self.start_failure = self.start_failure, None
+            self._log_failure_once(exc, status_path)
         if self.status_path is None:
             return
         try:
@@ -1880,11 +1919,12 @@ class _RemoteControl:
         except Exception:
             pass
 
-    def _log_failure_once(self, exc: BaseException) -> None:
-        if not self.failure_logged:
-            self.failure_logged = True
-            _log(logging.WARNING, f"[Profile] remote arming: {exc!r} (status {self.status_path}); captures "
-                                  "still work, `python -m lightx2v.capture` may not see this process")
+    def _log_failure_once(self, exc: BaseException, status_path: Optional[str] = None) -> None:
+        if self.failure_logged or (isinstance(exc, OSError) and self.logdir_fault_said):
+            return
+        self.failure_logged = True
+        _log(logging.WARNING, f"[Profile] remote arming: {exc!r} (status {status_path or self.status_path}); "
+                              "captures still work, `python -m lightx2v.capture` may not see this process")
 
 
 def _multi_rank_refusal() -> Optional[str]:

@@ -7,10 +7,12 @@ import dataclasses
 import gzip
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,7 @@ from lightx2v.utils import torch_trace_profiler
 from lightx2v.utils.torch_trace_profiler import TorchTraceProfileConfig, TorchTraceProfileContext, TorchTraceProfiler
 
 from conftest import REPO_ROOT, subprocess_env
-from helpers.traces import PLUGIN_TRACE_RE, plugin_traces
+from helpers.traces import PLUGIN_TRACE_RE, event_names, load_trace, plugin_traces
 
 pytestmark = pytest.mark.usefixtures("fresh_profiler_session")
 
@@ -243,6 +245,50 @@ def test_a_logdir_that_cannot_take_a_file_is_one_line_and_the_result(tmp_path, f
     assert len(said) == 1, proc.stderr
     assert str(root / "tb") in said[0] and ("cannot create the trace directory" in said[0]
                                             or "could not write" in said[0]), said
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("use_gzip", [False, True])
+def test_sigterm_during_the_export_finishes_the_trace_then_ends_the_process(tmp_path, use_gzip):
+    """A real SIGTERM sent while a large trace is being exported (its hidden temporary file is on disk: kineto's
+    ``.….tmp.tmp``, or ours): the process still ends by SIGTERM, and the run folder holds the whole trace and
+    nothing hidden. Before, it died where it stood: a hidden temporary file in an otherwise empty run folder, forever.
+
+    The trace is large (80,000 ops with their Python stacks: about 100 MB), so its export takes a while; when the
+    signal comes makes no difference to what must be left, only to which part of the export it interrupts."""
+    script = textwrap.dedent(f"""
+        import torch
+        from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchTraceProfiler
+        TorchTraceProfiler.set_summary_handler(None)
+        def target(x):
+            for _ in range(80_000):
+                x = x + 1
+            return x.sum()
+        TorchTraceProfileContext("term", tb_dir="tb", wait=0, warmup=0, active=1, with_stack=True,
+                                 use_gzip={use_gzip}).run(target, torch.ones(2))
+        print("the capture returned", flush=True)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=subprocess_env(LIGHTX2V_TORCH_PROFILE_DIR="", LIGHTX2V_TORCH_PROFILE_REMOTE="0"),
+                            cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 120
+        hidden: list[Path] = []
+        while not hidden and proc.poll() is None and time.monotonic() < deadline:
+            hidden = [p for p in (tmp_path / "tb").glob("*/.*") if p.name.endswith((".tmp", ".plain"))]
+            time.sleep(0.005)
+        assert hidden, f"the export's temporary file never appeared; {proc.communicate()[1][-3000:]}"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == -signal.SIGTERM, err[-3000:]
+    assert "the capture returned" not in out  # SIGTERM still ends the process, once the trace is whole
+    (run,) = (tmp_path / "tb").iterdir()
+    (trace,) = run.iterdir()  # the whole trace, and nothing hidden beside it
+    assert trace.name.endswith(".pt.trace.json.gz" if use_gzip else ".pt.trace.json")
+    assert "aten::add" in event_names(load_trace(trace))
 
 
 def test_partial_trace_is_never_visible_to_a_polling_reader(tmp_path, monkeypatch):

@@ -58,6 +58,7 @@ import logging
 import os
 import re
 import shutil
+import signal
 import socket
 import sys
 import threading
@@ -1042,14 +1043,46 @@ def _with_rank_suffix(path: str, rank: int, world_size: int) -> str:
 @contextlib.contextmanager
 def _replaced_atomically(path: str) -> Iterator[str]:
     """A hidden temporary name beside ``path`` that no reader matches, renamed onto ``path`` when the block ends
-    without an error and removed whatever happens: readers see the old file or the whole new one, never a part."""
+    without an error and removed whatever happens: readers see the old file or the whole new one, never a part.
+    A SIGTERM meanwhile ends the process once the block is over (``_sigterm_held``), so no temporary file outlives
+    it and what was being written is kept."""
     directory, name = os.path.split(path)
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+    with _sigterm_held():
+        try:
+            yield tmp
+            os.replace(tmp, path)
+        finally:
+            _remove_if_there(tmp)
+
+
+@contextlib.contextmanager
+def _sigterm_held() -> Iterator[None]:
+    """Hold SIGTERM over a block that writes a file, then end the process by it as it would have ended.
+
+    SIGTERM's default action kills the process where it stands: in an export, that left a hidden temporary file in
+    an otherwise empty run folder, forever, and the trace lost. Here a SIGTERM that comes during the block is noted;
+    when the block is over (the trace whole and in place, every temporary file renamed or removed) the default
+    action is put back and the signal raised again: the process ends by SIGTERM, as whoever sent it expects.
+
+    Only where SIGTERM has its default action (a handler of the caller's own runs as Python runs it, between the
+    export's steps, and the blocks' ``finally`` clean up), and only in the main thread, the one thread that may set
+    a handler: a capture in another thread is not held (docs/capture.md). Never raises on its own account."""
+    received: list[int] = []
+    held = False
     try:
-        yield tmp
-        os.replace(tmp, path)
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, lambda signum, frame: received.append(signum))
+            held = True
+    except (ValueError, OSError, AttributeError):  # not the main interpreter; no SIGTERM on this platform
+        pass
+    try:
+        yield
     finally:
-        _remove_if_there(tmp)
+        if held:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            if received:
+                signal.raise_signal(signal.SIGTERM)
 
 
 def _remove_if_there(*paths: str) -> None:

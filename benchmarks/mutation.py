@@ -80,7 +80,7 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/kernels.py": _ANALYSIS,
     "lightx2v/capture/jobs.py": _CAPTURE,
     "lightx2v/utils/torch_trace_profiler.py": ["tests/test_dropin_rules.py", "tests/test_dropin_more_rules.py",
-                                               "tests/test_profiler_switches.py",
+                                               "tests/test_profiler_switches.py", "tests/test_profiler_environment.py",
                                                "tests/test_capture_states.py", "tests/test_capture_rules.py", "-k",
                                                "not typo_in_the_profiling_switch"],
     "lightx2v/capture/control.py": _CAPTURE,
@@ -146,7 +146,8 @@ ONLY_FUNCTIONS: dict[str, list[str]] = {
     # the export watch's thread and RSS samples, process-group defaults, and the watcher thread with its c10d
     # job-arm polling (_watch, _poll_job, _job_store)
     "lightx2v/utils/torch_trace_profiler.py": [
-        "x__env_flag", "x__find_bad_field", "x__job_plan", "x__read_plan", "x__text", "x__with_rank_suffix", "x__slug",
+        "x__env_flag", "x__warn_env_once", "x_whole_number", "x_env_path", "x__cut_short",
+        "x__find_bad_field", "x__job_plan", "x__read_plan", "x__text", "x__with_rank_suffix", "x__slug",
         "x__size", "xǁ_JobArmǁmove", "xǁ_JobArmǁdescribe", "xǁ_Sessionǁ*",
         "xǁTorchTraceProfileConfigǁ*", "x_resolve_log_dir", "xǁTorchTraceProfilerǁ__init__",
         "xǁTorchTraceProfilerǁreset_session", "xǁTorchTraceProfilerǁsession_done", "xǁTorchTraceProfilerǁlast_capture",

@@ -441,7 +441,8 @@ def test_an_export_that_kineto_cut_short_fails_saying_so_and_leaves_nothing(tmp_
     assert os.listdir(tmp_path) == []
 
 
-@pytest.mark.parametrize("text", ["{}", '{"traceEvents": []}\n', '{"a": 1}  \n\n', "{" + " " * 100 + "}\n"])
+@pytest.mark.parametrize("text", ["{}", '{"traceEvents": []}\n', '{"a": 1}  \n\n', "{" + " " * 100 + "}\n",
+                                  "}"])  # the rule reads the end only
 def test_a_trace_that_ends_as_a_json_object_is_whole(tmp_path, text):
     dropin._export_atomically(_Prof(text), str(tmp_path / "t.json"), False)
     assert (tmp_path / "t.json").read_text() == text
@@ -450,6 +451,8 @@ def test_a_trace_that_ends_as_a_json_object_is_whole(tmp_path, text):
 def test_an_export_into_the_cwd_that_wrote_nothing_names_the_cwd_as_a_dot(clean):
     with pytest.raises(OSError, match=r"could not write the trace in \. \(disk"):
         dropin._export_atomically(_Prof(write=False), "t.json", False)
+    with pytest.raises(OSError, match=r"wrote an empty trace in \. \(disk"):
+        dropin._export_atomically(_Prof(""), "t.json", False)
 
 
 @pytest.mark.parametrize("use_gzip", [False, True])
@@ -556,6 +559,18 @@ def test_with_nothing_configured_info_lines_go_to_stderr_and_debug_ones_do_not()
     assert proc.stderr == "[Profile] a\n" and proc.stdout == "INFO\n"
 
 
+def test_a_logger_with_no_handler_anywhere_above_prints_one_line_per_message(monkeypatch, capsys):
+    """The same rule in this process, on a logger outside the logging tree (so no handler of pytest's is above it):
+    what the plain-script tests check in a child, where mutation tests cannot follow."""
+    monkeypatch.setattr(dropin, "logger", logging.Logger("a logger of its own"))
+    dropin._log(logging.INFO, "[Profile] a")
+    dropin._log(logging.DEBUG, "[Profile] b")
+    dropin.logger.setLevel(logging.ERROR)
+    dropin._log(logging.WARNING, "[Profile] w")
+    dropin._log(logging.ERROR, "[Profile] e")
+    assert capsys.readouterr().err == "[Profile] a\n[Profile] e\n"
+
+
 def test_with_nothing_configured_a_level_set_on_the_logger_is_kept():
     proc = _log_in_a_plain_script(
         "PROFILE.setLevel(logging.ERROR)\n"
@@ -584,6 +599,32 @@ def test_without_a_usable_stderr_a_message_is_dropped_not_raised(stderr):
 def test_the_hints_port_is_the_switchs_when_it_is_a_port(monkeypatch, value, port):
     monkeypatch.setenv(dropin.ENV_PORT, value)
     assert dropin._hint_port(16006) == port
+
+
+def test_a_hint_port_that_is_no_port_is_said_once_and_an_unset_one_not_at_all(clean, monkeypatch, caplog):
+    caplog.set_level(logging.INFO, PROFILE.name)
+    monkeypatch.setattr(dropin, "_FLAGS_WARNED", set())
+    assert dropin._hint_port(17000) == 17000
+    monkeypatch.setenv(dropin.ENV_PORT, "  ")
+    assert dropin._hint_port(17000) == 17000 and messages(caplog) == []
+    monkeypatch.setenv(dropin.ENV_PORT, "¹")
+    assert dropin._hint_port(17000) == dropin._hint_port(17000) == 17000
+    assert messages(caplog) == ["[Profile] LIGHTX2V_TENSORBOARD_PORT='¹' is not a port number 1-65535; keeping the "
+                                "default: 17000"]
+
+
+@pytest.mark.parametrize("text,number", [("0", 0), (" 42 ", 42), ("007", 7), ("9" * 18, int("9" * 18)),
+                                         ("9" * 19, None), ("", None), (None, None), ("  ", None), ("¹", None),
+                                         ("٣", None), ("+7", None), ("-7", None), ("7_0", None), ("1.0", None)])
+def test_a_whole_number_is_up_to_18_ascii_digits(text, number):
+    assert dropin.whole_number(text) == number
+
+
+@pytest.mark.parametrize("text,path", [("/a/b", "/a/b"), (" /a/b ", "/a/b"), ("~/t", "/home/u/t"), ("~", "/home/u"),
+                                       ("x/~/y", "x/~/y"), ("", None), ("  \t", None), (None, None)])
+def test_a_folder_from_the_environment_is_stripped_and_expanded_and_blank_is_unset(monkeypatch, text, path):
+    monkeypatch.setenv("HOME", "/home/u")
+    assert dropin.env_path(text) == path
 
 
 def test_the_fixed_tensorboard_is_the_images_wrapper_else_the_module_else_none(tmp_path, monkeypatch):
@@ -1547,10 +1588,24 @@ def test_an_export_writes_each_target_and_an_error_is_kept_not_raised(clean):
     c._export(_Prof("{}"), [good, bad])
     assert c.trace_paths == [good] and list(c.export_stats) == [good]
     assert len(c.errors) == 1 and c.errors[0].startswith(f"could not write {bad}: FileNotFoundError(")
+    assert c.write_fault_in == str(clean / "missing")  # no logdir planned: the folder it could not write into
     failed = capture()
     failed.target_failed = True
     failed._export(_Prof("{}"), [good])
     assert failed.trace_paths == [] and failed.errors == []
+
+
+def test_an_export_that_cannot_write_names_the_logdir_for_the_watcher_and_another_error_does_not(clean):
+    """The watcher says nothing more of a logdir the capture said it cannot write into (after_capture)."""
+    c = capture()
+    c.run_dir, c.log_dir, targets = c._plan_outputs()
+    assert c.write_fault_in is None
+    c._export(_Prof(""), targets)  # kineto's empty file on a full disk
+    assert c.write_fault_in == str(clean / "tb") and c.trace_paths == []
+    other = capture()
+    other.run_dir, other.log_dir, targets = other._plan_outputs()
+    other._export(_Prof(error=RuntimeError("kineto")), targets)
+    assert other.write_fault_in is None and other.errors
 
 
 class _Stops:

@@ -198,7 +198,7 @@ def wait_for_job_capture(job: Job, answer: dict[str, Any], timeout: float) -> di
             said = [(p.rank, f"captured -> {done[p.rank].get('run_dir')}" if p.rank in done else _rank_arm(p))
                     for p in ranks]
             said += [(p.rank, f"its status file cannot be read: {p.status_path}") for p in unreadable]
-            where = "; ".join(f"rank {rank}: {what}" for rank, what in sorted(said, key=lambda s: s[0]))
+            where = "; ".join(f"rank {rank}: {what}" for rank, what in sorted(said))
             raise NotArmed(f"job {job.id} is armed but not every rank captured within {timeout:.0f} s ({where})")
         time.sleep(0.2)
 

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from lightx2v.utils import torch_trace_profiler
 from lightx2v.utils.torch_trace_profiler import TorchTraceProfileConfig, TorchTraceProfileContext, TorchTraceProfiler
 
 from conftest import REPO_ROOT, subprocess_env
+from helpers.procs import wait_until
 from helpers.traces import PLUGIN_TRACE_RE, event_names, load_trace, plugin_traces
 
 pytestmark = pytest.mark.usefixtures("fresh_profiler_session")
@@ -180,7 +180,7 @@ def test_disk_full_during_export_is_reported_and_leaves_no_partial_file(tmp_path
     assert leftovers == []  # beside the process's remote-arming status file (tb/.capture/), nothing
 
 
-# A logdir that cannot take a file, four real ways, as root (tests run as root, where a chmod stops nothing): a file
+# A logdir that cannot take a file, five real ways, as root (tests run as root, where a chmod stops nothing): a file
 # where a folder should be (ENOTDIR), a file size limit (EFBIG, as a full disk: RLIMIT_FSIZE), and, in a mount
 # namespace of its own (`unshare -m`, root), a tmpfs that is full (ENOSPC), fills up during the export, or is
 # mounted read-only (EROFS).
@@ -271,13 +271,13 @@ def test_sigterm_during_the_export_finishes_the_trace_then_ends_the_process(tmp_
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=subprocess_env(LIGHTX2V_TORCH_PROFILE_DIR="", LIGHTX2V_TORCH_PROFILE_REMOTE="0"),
                             cwd=tmp_path)
+    def exporting_or_ended() -> bool:
+        return proc.poll() is not None or any(p.name.endswith((".tmp", ".plain"))
+                                              for p in (tmp_path / "tb").glob("*/.*"))
+
     try:
-        deadline = time.monotonic() + 120
-        hidden: list[Path] = []
-        while not hidden and proc.poll() is None and time.monotonic() < deadline:
-            hidden = [p for p in (tmp_path / "tb").glob("*/.*") if p.name.endswith((".tmp", ".plain"))]
-            time.sleep(0.005)
-        assert hidden, f"the export's temporary file never appeared; {proc.communicate()[1][-3000:]}"
+        wait_until(exporting_or_ended, 120, interval=0.005, what="the export's hidden temporary file")
+        assert proc.poll() is None, f"the child ended before its export was seen: {proc.communicate()[1][-3000:]}"
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=120)
     finally:

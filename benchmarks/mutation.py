@@ -80,7 +80,7 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/kernels.py": _ANALYSIS,
     "lightx2v/capture/jobs.py": _CAPTURE,
     "lightx2v/utils/torch_trace_profiler.py": ["tests/test_dropin_rules.py", "tests/test_dropin_more_rules.py",
-                                               "tests/test_profiler_switches.py",
+                                               "tests/test_profiler_switches.py", "tests/test_profiler_environment.py",
                                                "tests/test_capture_states.py", "tests/test_capture_rules.py", "-k",
                                                "not typo_in_the_profiling_switch"],
     "lightx2v/capture/control.py": _CAPTURE,
@@ -146,7 +146,8 @@ ONLY_FUNCTIONS: dict[str, list[str]] = {
     # the export watch's thread and RSS samples, process-group defaults, and the watcher thread with its c10d
     # job-arm polling (_watch, _poll_job, _job_store)
     "lightx2v/utils/torch_trace_profiler.py": [
-        "x__env_flag", "x__find_bad_field", "x__job_plan", "x__read_plan", "x__text", "x__with_rank_suffix", "x__slug",
+        "x__env_flag", "x__warn_env_once", "x_whole_number", "x_env_path", "x__cut_short",
+        "x__find_bad_field", "x__job_plan", "x__read_plan", "x__text", "x__with_rank_suffix", "x__slug",
         "x__size", "xǁ_JobArmǁmove", "xǁ_JobArmǁdescribe", "xǁ_Sessionǁ*",
         "xǁTorchTraceProfileConfigǁ*", "x_resolve_log_dir", "xǁTorchTraceProfilerǁ__init__",
         "xǁTorchTraceProfilerǁreset_session", "xǁTorchTraceProfilerǁsession_done", "xǁTorchTraceProfilerǁlast_capture",
@@ -322,8 +323,8 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.capture.jobs.xǁJobǁdescribe__mutmut_45": _STRICT,
     "lightx2v.capture.jobs.xǁJobǁdescribe__mutmut_48": _STRICT,
     "lightx2v.capture.jobs.xǁJobǁdescribe__mutmut_49": _STRICT,
-    "lightx2v.capture.jobs.x_wait_for_job_capture__mutmut_63": _AT_DEADLINE,
-    "lightx2v.capture.jobs.x_wait_for_job_capture__mutmut_77": _POLL_PACE,
+    "lightx2v.capture.jobs.x_wait_for_job_capture__mutmut_67": _AT_DEADLINE,
+    "lightx2v.capture.jobs.x_wait_for_job_capture__mutmut_84": _POLL_PACE,
     # capture/control.py
     "lightx2v.capture.control.x_find_control_dirs__mutmut_20": "follow_symlinks=None is false as False is",
     "lightx2v.capture.control.x__surely_dead__mutmut_3": "pid 0 names our own process group: os.kill(0, 0) succeeds, "
@@ -409,20 +410,24 @@ EQUIVALENT: dict[str, str] = {
         _NOT_JSON,
     "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_15":
         "growing is only tested for truth: '' and None both mean no partial file to measure",
-    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_30":
+    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_38":
         _GZIP_NAME,
-    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_36":
+    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_44":
         _GZIP_NAME,
-    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_37":
+    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_45":
         _GZIP_NAME,
-    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_52":
+    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_60":
         "GzipFile over a file object opened 'wb' takes its mode from it: None is 'wb'",
-    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_63":
+    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_71":
         _CHUNK,
-    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_66":
+    "lightx2v.utils.torch_trace_profiler.x__export_atomically__mutmut_74":
         _CHUNK,
-    "lightx2v.utils.torch_trace_profiler.x__hint_port__mutmut_6":
-        "an unset port switch reads 'XXXX' instead of '': neither is digits, both give the default",
+    "lightx2v.utils.torch_trace_profiler.x_whole_number__mutmut_3":
+        "no text reads as 'XXXX' instead of '': neither is digits, both are no number",
+    "lightx2v.utils.torch_trace_profiler.xǁ_Captureǁ__init____mutmut_13":
+        "'' and None both name no logdir: after_capture compares it with the watcher's, never ''",
+    "lightx2v.utils.torch_trace_profiler.x__cut_short__mutmut_20":
+        "one byte more of the trace's end read: the rule looks at its last non-blank byte, within both",
     "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ__init____mutmut_2": _TRUTH_ONLY,
     "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ__init____mutmut_17": _TRUTH_ONLY,
     "lightx2v.utils.torch_trace_profiler.xǁ_RemoteControlǁ__init____mutmut_5": _SET_BY_START,

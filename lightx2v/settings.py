@@ -14,7 +14,10 @@ supervisord programs (docs/tensorboard.md); ``compose`` ones are the shell varia
 
 The drop-in profiler (``lightx2v/utils/torch_trace_profiler.py``) must stand alone in a user's checkout, so it keeps
 its own few names (``ENV_ENABLE``, ``ENV_DIR``, ``ENV_PORT``, ``ENV_REMOTE``, ``ENV_MEMORY_SNAPSHOT``); a test checks
-that they agree with the entries here. So does ``lightx2v.assets`` (``ENV_ASSETS_DIR``): the image's assets build
+that they agree with the entries here. It reads them in the user's process, where a bad value keeps its default
+(said once) instead of stopping anything; the rules by which a number and a folder are read are its own
+(``whole_number``, ``env_path``), used here too, so a value means the same to the process that writes a trace and to
+the viewers that watch for it. So does ``lightx2v.assets`` (``ENV_ASSETS_DIR``): the image's assets build
 stage copies that package alone. Modelled on vLLM's ``envs.py``.
 
 The two TensorBoard ports are two different things, kept apart on purpose: ``TENSORBOARD_PORT`` is where our
@@ -31,6 +34,9 @@ import os
 import sys
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Callable, NoReturn, Optional
+
+# The drop-in's readings of a number and of a folder (it reads its own variables: one rule, shared, not copied).
+from lightx2v.utils.torch_trace_profiler import env_path, whole_number
 
 DEFAULT_TENSORBOARD_PORT = 16006
 DEFAULT_TRACE_BROWSER_PORT = 9001  # the one port Perfetto's open-by-URL mode accepts
@@ -64,10 +70,10 @@ class Parser:
 
 
 def _port(text: str) -> int:
-    value = text.strip()
-    if not value.isdigit() or not 1 <= int(value) <= 65535:
+    value = whole_number(text)
+    if value is None or not 1 <= value <= 65535:
         raise ValueError("expected a port number 1-65535")
-    return int(value)
+    return value
 
 
 ON_WORDS, OFF_WORDS = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
@@ -90,7 +96,10 @@ def _text(text: str) -> str:
 
 
 def _path(text: str) -> str:
-    return os.path.expanduser(_text(text))
+    path = env_path(text)  # the drop-in's reading of its folder variable: one rule for the writer and the viewers
+    if path is None:
+        raise ValueError("expected a non-empty value")
+    return path
 
 
 def _host(text: str) -> str:
@@ -104,10 +113,10 @@ def _host(text: str) -> str:
 
 
 def _megabytes(text: str) -> int:
-    value = text.strip()
-    if not value.isdigit() or int(value) < 1:
+    value = whole_number(text)
+    if value is None or value < 1:
         raise ValueError("expected a whole number of megabytes, 1 or more")
-    return int(value)
+    return value
 
 
 def _url(text: str) -> str:

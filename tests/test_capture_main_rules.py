@@ -115,7 +115,7 @@ def test_a_wait_is_a_positive_finite_number_of_seconds():
 
 def test_a_pid_is_a_positive_whole_number():
     assert positive_pid("1") == 1 and positive_pid(" 1234 ") == 1234
-    for text in ("0", "-3", "x", "1.5", ""):
+    for text in ("0", "-3", "x", "1.5", "", "¹", "²³", "٣", "+5", "9" * 5000):  # isdigit() takes ¹, int() does not
         with pytest.raises(Exception) as raised:
             positive_pid(text)
         assert str(raised.value) == f"expected a process id (a positive integer), got {text!r}"
@@ -402,3 +402,28 @@ def test_a_job_with_one_rank_listed_here_captures_on_one_rank(tmp_path, capsys):
     job_armed(control, {"run_dir": "/tb/run_2"})
     status_, out, _ = run(capsys, "arm", "--job", "j", "--wait", "5", str(tmp_path))
     assert status_ == 0 and out.splitlines()[-1] == "job j: captured call 44 on 1 rank -> /tb/run_2"
+
+
+@pytest.mark.parametrize("unreadable", ["not json {", json.dumps({"protocol": 99, "pid": 101}), None])
+def test_a_job_with_a_rank_whose_status_cannot_be_read_is_not_captured_and_the_wait_names_it(tmp_path, capsys,
+                                                                                            unreadable):
+    """Rank 0 captured; rank 1's status file went unreadable (not JSON, another protocol, removed): the job is not
+    reported captured, and the wait's end says which rank could not be read, where."""
+    control = tmp_path / "tb" / ".capture"
+    job(control)
+    rank1 = control / "h_101.status.json"
+
+    def then(request_id: str) -> None:
+        arm = {"number": 7, "state": "captured", "site": "step", "calls": 40, "target": 44}
+        write(control, rank_status(0, arm, captures=2, last_capture={"run_dir": "/tb/run_2"},
+                                   last_request={"id": request_id, "outcome": "armed", "job_arm": 7}))
+        if unreadable is None:
+            rank1.unlink()
+        else:
+            rank1.write_text(unreadable)
+
+    answers(control, "h_100", then)
+    status_, out, err = run(capsys, "arm", "--job", "j", "--wait", "1", str(tmp_path))
+    assert (status_, out) == (1, JOB_ARMED)
+    assert err == (f"capture: job j is armed but not every rank captured within 1 s (rank 0: captured -> /tb/run_2; "
+                   f"rank 1: its status file cannot be read: {rank1})\n")

@@ -359,7 +359,8 @@ def test_ranks_at_different_call_sites_abandon_the_arm_naming_the_sites():
 
 
 @pytest.mark.parametrize("plan,read", [("call x", (None, "call x")), ("call 7 ", (7, None)),
-                                       ("call  7", (7, None)), ("nonsense", (None, "nonsense"))])
+                                       ("call  7", (7, None)), ("nonsense", (None, "nonsense")),
+                                       ("call ¹", (None, "call ¹")), ("wait 7", (None, "wait 7"))])
 def test_a_plan_that_is_no_call_reads_as_the_reason_nobody_captures(plan, read):
     assert dropin._read_plan(plan) == read
 

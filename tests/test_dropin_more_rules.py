@@ -429,9 +429,30 @@ def test_an_export_that_wrote_nothing_fails_naming_the_folder_and_leaves_nothing
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("use_gzip", [False, True])
+@pytest.mark.parametrize("text,said", [("", "an empty trace"), ('{"traceEvents": [{"name": "a"}, {"na', "a trace cut "
+                                        "off after 36 bytes"), ('{"traceEvents": [{"name": "a"}, ', "a trace cut off "
+                                        "after 32 bytes")])
+def test_an_export_that_kineto_cut_short_fails_saying_so_and_leaves_nothing(tmp_path, text, said, use_gzip):
+    """Kineto renames a trace whose one write failed at close (a full disk) as if it were whole."""
+    with pytest.raises(OSError) as raised:
+        dropin._export_atomically(_Prof(text), str(tmp_path / "t.json"), use_gzip)
+    assert str(raised.value) == f"torch.profiler wrote {said} in {tmp_path} (disk full or not writable?)"
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("text", ["{}", '{"traceEvents": []}\n', '{"a": 1}  \n\n', "{" + " " * 100 + "}\n",
+                                  "}"])  # the rule reads the end only
+def test_a_trace_that_ends_as_a_json_object_is_whole(tmp_path, text):
+    dropin._export_atomically(_Prof(text), str(tmp_path / "t.json"), False)
+    assert (tmp_path / "t.json").read_text() == text
+
+
 def test_an_export_into_the_cwd_that_wrote_nothing_names_the_cwd_as_a_dot(clean):
     with pytest.raises(OSError, match=r"could not write the trace in \. \(disk"):
         dropin._export_atomically(_Prof(write=False), "t.json", False)
+    with pytest.raises(OSError, match=r"wrote an empty trace in \. \(disk"):
+        dropin._export_atomically(_Prof(""), "t.json", False)
 
 
 @pytest.mark.parametrize("use_gzip", [False, True])
@@ -538,6 +559,18 @@ def test_with_nothing_configured_info_lines_go_to_stderr_and_debug_ones_do_not()
     assert proc.stderr == "[Profile] a\n" and proc.stdout == "INFO\n"
 
 
+def test_a_logger_with_no_handler_anywhere_above_prints_one_line_per_message(monkeypatch, capsys):
+    """The same rule in this process, on a logger outside the logging tree (so no handler of pytest's is above it):
+    what the plain-script tests check in a child, where mutation tests cannot follow."""
+    monkeypatch.setattr(dropin, "logger", logging.Logger("a logger of its own"))
+    dropin._log(logging.INFO, "[Profile] a")
+    dropin._log(logging.DEBUG, "[Profile] b")
+    dropin.logger.setLevel(logging.ERROR)
+    dropin._log(logging.WARNING, "[Profile] w")
+    dropin._log(logging.ERROR, "[Profile] e")
+    assert capsys.readouterr().err == "[Profile] a\n[Profile] e\n"
+
+
 def test_with_nothing_configured_a_level_set_on_the_logger_is_kept():
     proc = _log_in_a_plain_script(
         "PROFILE.setLevel(logging.ERROR)\n"
@@ -560,10 +593,38 @@ def test_without_a_usable_stderr_a_message_is_dropped_not_raised(stderr):
 
 
 @pytest.mark.parametrize("value,port", [("7007", 7007), (" 7007 ", 7007), ("1", 1), ("65535", 65535), ("0", 16006),
-                                        ("65536", 16006), ("70x", 16006), ("-5", 16006), ("", 16006)])
+                                        ("65536", 16006), ("70x", 16006), ("-5", 16006), ("", 16006),
+                                        ("¹", 16006), ("²³", 16006), ("٣", 16006), ("+7007", 16006),
+                                        ("9" * 5000, 16006)])
 def test_the_hints_port_is_the_switchs_when_it_is_a_port(monkeypatch, value, port):
     monkeypatch.setenv(dropin.ENV_PORT, value)
     assert dropin._hint_port(16006) == port
+
+
+def test_a_hint_port_that_is_no_port_is_said_once_and_an_unset_one_not_at_all(clean, monkeypatch, caplog):
+    caplog.set_level(logging.INFO, PROFILE.name)
+    monkeypatch.setattr(dropin, "_FLAGS_WARNED", set())
+    assert dropin._hint_port(17000) == 17000
+    monkeypatch.setenv(dropin.ENV_PORT, "  ")
+    assert dropin._hint_port(17000) == 17000 and messages(caplog) == []
+    monkeypatch.setenv(dropin.ENV_PORT, "¹")
+    assert dropin._hint_port(17000) == dropin._hint_port(17000) == 17000
+    assert messages(caplog) == ["[Profile] LIGHTX2V_TENSORBOARD_PORT='¹' is not a port number 1-65535; keeping the "
+                                "default: 17000"]
+
+
+@pytest.mark.parametrize("text,number", [("0", 0), (" 42 ", 42), ("007", 7), ("9" * 18, int("9" * 18)),
+                                         ("9" * 19, None), ("", None), (None, None), ("  ", None), ("¹", None),
+                                         ("٣", None), ("+7", None), ("-7", None), ("7_0", None), ("1.0", None)])
+def test_a_whole_number_is_up_to_18_ascii_digits(text, number):
+    assert dropin.whole_number(text) == number
+
+
+@pytest.mark.parametrize("text,path", [("/a/b", "/a/b"), (" /a/b ", "/a/b"), ("~/t", "/home/u/t"), ("~", "/home/u"),
+                                       ("x/~/y", "x/~/y"), ("", None), ("  \t", None), (None, None)])
+def test_a_folder_from_the_environment_is_stripped_and_expanded_and_blank_is_unset(monkeypatch, text, path):
+    monkeypatch.setenv("HOME", "/home/u")
+    assert dropin.env_path(text) == path
 
 
 def test_the_fixed_tensorboard_is_the_images_wrapper_else_the_module_else_none(tmp_path, monkeypatch):
@@ -853,13 +914,33 @@ def test_a_watcher_that_cannot_write_says_so_once_and_captures_go_on(clean, monk
     (clean / "tb").write_text("a file where the logdir should be")
     control = dropin._RemoteControl()
     control.start_once("tensorboard", "tb")
-    assert control.status_path is None and control.failure_logged
+    assert control.status_path is None and messages(caplog) == []  # said after the capture's report ...
+    control.after_capture()  # ... which said nothing of this logdir
+    assert control.failure_logged
     [line] = messages(caplog)
     assert line.startswith("[Profile] remote arming: NotADirectoryError(20, 'Not a directory') ")
     assert line.endswith(f"(status {clean}/tb/.capture/{HOST}_{os.getpid()}.status.json); captures still work, "
                          "`python -m lightx2v.capture` may not see this process")
     control._log_failure_once(OSError("again"))
     assert len(messages(caplog)) == 1
+
+
+def test_a_watcher_that_cannot_write_where_the_capture_could_not_either_says_nothing_more(clean, caplog):
+    """One fault, one line: the capture's report said the logdir cannot be written; the watcher's failure to
+    start there, and its later OS errors there, are that fault. Another logdir's fault, or another error, is not."""
+    caplog.set_level(logging.INFO, PROFILE.name)
+    (clean / "tb").write_text("a file where the logdir should be")
+    control = dropin._RemoteControl()
+    control.start_once("tensorboard", "tb")
+    control.after_capture(str(clean / "other"))
+    assert control.logdir_fault_said is False and control.start_failure is None and len(messages(caplog)) == 1
+    control = dropin._RemoteControl()
+    control.start_once("tensorboard", "tb")
+    control.after_capture(str(clean / "tb"))
+    control._log_failure_once(OSError(28, "No space left on device"))
+    assert messages(caplog)[1:] == [] and not control.failure_logged
+    control._log_failure_once(TypeError("bad"))
+    assert len(messages(caplog)) == 2 and messages(caplog)[1].startswith("[Profile] remote arming: TypeError('bad')")
 
 
 def test_after_a_capture_the_status_file_shows_it_and_a_removed_logdir_is_no_error(remote, caplog):
@@ -1349,7 +1430,7 @@ def fast_progress(monkeypatch, caplog):
 
 
 def test_a_long_export_says_how_much_of_kinetos_partial_file_is_written(tmp_path, fast_progress, caplog):
-    stats = dropin._export_atomically(_Prof("x" * 2500, pause=0.4), str(tmp_path / "t.json"), False)
+    stats = dropin._export_atomically(_Prof("{" + "x" * 2498 + "}", pause=0.4), str(tmp_path / "t.json"), False)
     lines = messages(caplog)
     pattern = (rf"\[Profile\] exporting {re.escape(str(tmp_path))}/t\.json: torch\.profiler writing: 2\.5 KB, 0 s"
                r"(, RSS [\d.]+ [KMG]B)?")
@@ -1359,7 +1440,7 @@ def test_a_long_export_says_how_much_of_kinetos_partial_file_is_written(tmp_path
 
 def test_a_long_gzip_says_what_kineto_wrote_and_how_far_the_gzip_is(tmp_path, fast_progress, caplog, monkeypatch):
     monkeypatch.setattr(dropin, "GZIP_CHUNK", 16)  # a slow gzip pass
-    dropin._export_atomically(_Prof("x" * 1_000_000), str(tmp_path / "t.json.gz"), True)
+    dropin._export_atomically(_Prof("{" + "x" * 999_998 + "}"), str(tmp_path / "t.json.gz"), True)
     gzip_lines = [m for m in messages(caplog) if "; gzip: " in m]
     assert gzip_lines, messages(caplog)
     pattern = (rf"\[Profile\] exporting {re.escape(str(tmp_path))}/t\.json\.gz: torch\.profiler wrote 1\.0 MB in 0 s; "
@@ -1507,10 +1588,24 @@ def test_an_export_writes_each_target_and_an_error_is_kept_not_raised(clean):
     c._export(_Prof("{}"), [good, bad])
     assert c.trace_paths == [good] and list(c.export_stats) == [good]
     assert len(c.errors) == 1 and c.errors[0].startswith(f"could not write {bad}: FileNotFoundError(")
+    assert c.write_fault_in == str(clean / "missing")  # no logdir planned: the folder it could not write into
     failed = capture()
     failed.target_failed = True
     failed._export(_Prof("{}"), [good])
     assert failed.trace_paths == [] and failed.errors == []
+
+
+def test_an_export_that_cannot_write_names_the_logdir_for_the_watcher_and_another_error_does_not(clean):
+    """The watcher says nothing more of a logdir the capture said it cannot write into (after_capture)."""
+    c = capture()
+    c.run_dir, c.log_dir, targets = c._plan_outputs()
+    assert c.write_fault_in is None
+    c._export(_Prof(""), targets)  # kineto's empty file on a full disk
+    assert c.write_fault_in == str(clean / "tb") and c.trace_paths == []
+    other = capture()
+    other.run_dir, other.log_dir, targets = other._plan_outputs()
+    other._export(_Prof(error=RuntimeError("kineto")), targets)
+    assert other.write_fault_in is None and other.errors
 
 
 class _Stops:

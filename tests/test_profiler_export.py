@@ -75,7 +75,7 @@ def test_a_slow_export_reports_progress_with_bytes_done_of_total(tmp_path, monke
 
     monkeypatch.setattr(torch_trace_profiler.shutil, "copyfileobj", slow_copy)
     out = tmp_path / "slow.pt.trace.json.gz"
-    payload = os.urandom(1_000_000)
+    payload = os.urandom(999_999) + b"}"  # ends as a whole trace does
     stats = torch_trace_profiler._export_atomically(KinetoLike(payload, pieces=4, pause=0.1), str(out), True)
     assert real_copy is not slow_copy and gzip.decompress(out.read_bytes()) == payload
     progress = [line for line in log_lines() if line.startswith(f"[Profile] exporting {out}: ")]
@@ -118,7 +118,7 @@ def test_a_failing_gzip_pass_is_reported_and_leaves_nothing_behind(tmp_path, mon
     monkeypatch.setattr(torch_trace_profiler.shutil, "copyfileobj", full)
     out = tmp_path / "t.pt.trace.json.gz"
     with pytest.raises(FullDisk):
-        torch_trace_profiler._export_atomically(KinetoLike(os.urandom(50_000)), str(out), True)
+        torch_trace_profiler._export_atomically(KinetoLike(os.urandom(49_999) + b"}"), str(out), True)
     assert os.listdir(tmp_path) == []
     import threading
 

@@ -7,6 +7,7 @@ import dataclasses
 import gzip
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -20,7 +21,8 @@ from lightx2v.utils import torch_trace_profiler
 from lightx2v.utils.torch_trace_profiler import TorchTraceProfileConfig, TorchTraceProfileContext, TorchTraceProfiler
 
 from conftest import REPO_ROOT, subprocess_env
-from helpers.traces import PLUGIN_TRACE_RE, plugin_traces
+from helpers.procs import wait_until
+from helpers.traces import PLUGIN_TRACE_RE, event_names, load_trace, plugin_traces
 
 pytestmark = pytest.mark.usefixtures("fresh_profiler_session")
 
@@ -176,6 +178,117 @@ def test_disk_full_during_export_is_reported_and_leaves_no_partial_file(tmp_path
     assert "could not write" in proc.stderr and str(tmp_path / "tb") in proc.stderr
     leftovers = [p for p in (tmp_path / "tb").rglob("*") if p.is_file() and ".capture" not in p.parts]
     assert leftovers == []  # beside the process's remote-arming status file (tb/.capture/), nothing
+
+
+# A logdir that cannot take a file, five real ways, as root (tests run as root, where a chmod stops nothing): a file
+# where a folder should be (ENOTDIR), a file size limit (EFBIG, as a full disk: RLIMIT_FSIZE), and, in a mount
+# namespace of its own (`unshare -m`, root), a tmpfs that is full (ENOSPC), fills up during the export, or is
+# mounted read-only (EROFS).
+FAULTS = {
+    "a file in the way": "touch {root}/tb",
+    "files limited to 100 bytes": "",
+    "a full disk": "mount -t tmpfs -o size=64k tmpfs {root} && (head -c 1000000 /dev/zero > {root}/fill || true)",
+    "a disk that fills during the export": "mount -t tmpfs -o size=1m tmpfs {root} && "
+                                           "head -c $((1048576 - 24576)) /dev/zero > {root}/fill",
+    "a read-only disk": "mount -t tmpfs -o ro tmpfs {root}",
+}
+NEEDS_A_MOUNT = ("a full disk", "a disk that fills during the export", "a read-only disk")
+
+
+def mount_namespaces_work() -> bool:
+    try:
+        return subprocess.run(["unshare", "-m", "mount", "-t", "tmpfs", "tmpfs", "/mnt"], capture_output=True,
+                              timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault,calls", [  # calls: matmuls in the target; 0 is a trace small enough for one write
+    ("a file in the way", 0), ("files limited to 100 bytes", 0), ("files limited to 100 bytes", 50),
+    ("a full disk", 0), ("a full disk", 50), ("a disk that fills during the export", 50), ("a read-only disk", 0)])
+def test_a_logdir_that_cannot_take_a_file_is_one_line_and_the_result(tmp_path, fault, calls):
+    """One fault, one line: the capture says its logdir cannot take the trace; the remote-arming watcher, which
+    cannot write its status there either, says nothing more. The caller gets the result; no trace is visible, not
+    even an empty one (torch's exporter does not notice when the one write of a small trace fails at close: the
+    drop-in does, by the file's end)."""
+    if fault in NEEDS_A_MOUNT and not mount_namespaces_work():
+        pytest.skip("needs a mount namespace (`unshare -m`, root) for a real full or read-only filesystem")
+    root = tmp_path / "disk"
+    root.mkdir()
+    script = textwrap.dedent(f"""
+        import resource, signal, torch
+        if {fault == "files limited to 100 bytes"}:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
+        from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext
+        def target(x):
+            for _ in range({calls}):
+                x = torch.relu(x @ x)
+            return x.shape
+        print(TorchTraceProfileContext("faulty", tb_dir={str(root / "tb")!r}, with_stack={calls > 0}).run(
+            target, torch.ones(8, 8)))
+        import os  # what is left in the logdir, seen from inside the mount namespace (its tmpfs goes with it)
+        print(sorted(os.path.join(d, f) for d, _, files in os.walk({str(root / "tb")!r}) for f in files
+                     if ".capture" not in d))  # the process's status file is the only one that should be there
+    """)
+    prepare = FAULTS[fault].format(root=root)
+    command = [sys.executable, "-c", script]
+    if prepare:
+        command = ["unshare", "-m", "sh", "-c", f'{prepare} && exec "$@"', "sh", *command] if fault in NEEDS_A_MOUNT \
+            else ["sh", "-c", f'{prepare} && exec "$@"', "sh", *command]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=180, env=subprocess_env(
+        LIGHTX2V_TORCH_PROFILE_DIR="", LIGHTX2V_TORCH_PROFILE_REMOTE=""), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["torch.Size([8, 8])", "[]"]  # the result; no file left in the logdir
+    said = [line for line in proc.stderr.splitlines() if line.startswith("[Profile]") and " capturing " not in line]
+    assert len(said) == 1, proc.stderr
+    assert str(root / "tb") in said[0] and ("cannot create the trace directory" in said[0]
+                                            or "could not write" in said[0]), said
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("use_gzip", [False, True])
+def test_sigterm_during_the_export_finishes_the_trace_then_ends_the_process(tmp_path, use_gzip):
+    """A real SIGTERM sent while a large trace is being exported (its hidden temporary file is on disk: kineto's
+    ``.….tmp.tmp``, or ours): the process still ends by SIGTERM, and the run folder holds the whole trace and
+    nothing hidden. Before, it died where it stood: a hidden temporary file in an otherwise empty run folder, forever.
+
+    The trace is large (80,000 ops with their Python stacks: about 100 MB), so its export takes a while; when the
+    signal comes makes no difference to what must be left, only to which part of the export it interrupts."""
+    script = textwrap.dedent(f"""
+        import torch
+        from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchTraceProfiler
+        TorchTraceProfiler.set_summary_handler(None)
+        def target(x):
+            for _ in range(80_000):
+                x = x + 1
+            return x.sum()
+        TorchTraceProfileContext("term", tb_dir="tb", wait=0, warmup=0, active=1, with_stack=True,
+                                 use_gzip={use_gzip}).run(target, torch.ones(2))
+        print("the capture returned", flush=True)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=subprocess_env(LIGHTX2V_TORCH_PROFILE_DIR="", LIGHTX2V_TORCH_PROFILE_REMOTE="0"),
+                            cwd=tmp_path)
+    def exporting_or_ended() -> bool:
+        return proc.poll() is not None or any(p.name.endswith((".tmp", ".plain"))
+                                              for p in (tmp_path / "tb").glob("*/.*"))
+
+    try:
+        wait_until(exporting_or_ended, 120, interval=0.005, what="the export's hidden temporary file")
+        assert proc.poll() is None, f"the child ended before its export was seen: {proc.communicate()[1][-3000:]}"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == -signal.SIGTERM, err[-3000:]
+    assert "the capture returned" not in out  # SIGTERM still ends the process, once the trace is whole
+    (run,) = (tmp_path / "tb").iterdir()
+    (trace,) = run.iterdir()  # the whole trace, and nothing hidden beside it
+    assert trace.name.endswith(".pt.trace.json.gz" if use_gzip else ".pt.trace.json")
+    assert "aten::add" in event_names(load_trace(trace))
 
 
 def test_partial_trace_is_never_visible_to_a_polling_reader(tmp_path, monkeypatch):

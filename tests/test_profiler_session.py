@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
 import threading
 
 import pytest
@@ -9,6 +13,7 @@ import torch
 
 from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchTraceProfiler
 
+from conftest import subprocess_env
 from helpers.traces import event_names, load_trace, plugin_traces, run_dirs
 
 pytestmark = pytest.mark.usefixtures("fresh_profiler_session")
@@ -159,6 +164,52 @@ def test_eight_threads_racing_make_exactly_one_capture(tmp_path):
     assert errors == []
     assert model.calls == 5 + 7
     assert len(plugin_traces(tmp_path / "race")) == 1
+
+
+@pytest.mark.slow
+def test_two_threads_past_the_steady_path_at_once_make_one_capture(tmp_path):
+    """The first run() of a process reached by two threads at the same moment: one capture, never two.
+
+    In a fresh child process (its session's real first run()), both threads are held where run() leaves the steady
+    path (``_Session.job_turn``, entered only while no capture has claimed the session) until both are there, so
+    each has read "not claimed" before either claims: the session's lock alone decides. Racing threads without
+    that hold nearly never meet there (the test above passes even with the claim's check removed)."""
+    script = textwrap.dedent("""
+        import json, threading, torch
+        from lightx2v.utils import torch_trace_profiler as dropin
+        from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchTraceProfiler
+
+        both_there = threading.Barrier(2, timeout=60)
+
+        def hold(frame, event, arg):
+            if event == "call" and frame.f_code is dropin._Session.job_turn.__code__:
+                both_there.wait()
+
+        calls, errors = [], []
+
+        def worker(name):
+            try:
+                TorchTraceProfileContext(name, tb_dir="tb").run(lambda: calls.append(name))
+            except BaseException as exc:
+                errors.append(repr(exc))
+
+        threading.settrace(hold)
+        threads = [threading.Thread(target=worker, args=(f"thread{i}",)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print(json.dumps({"errors": errors, "calls": sorted(calls), "broken": both_there.broken,
+                          "captures": TorchTraceProfiler.capture_status()["captures"]}))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180, cwd=tmp_path,
+                          env=subprocess_env(LIGHTX2V_TORCH_PROFILE_DIR="", LIGHTX2V_TORCH_PROFILE_REMOTE="0"))
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout)
+    assert (seen["errors"], seen["broken"], seen["captures"]) == ([], False, 1), proc.stderr
+    (captured,) = {name for name in seen["calls"] if seen["calls"].count(name) == 5}  # 1 + 3 + 1 calls captured ...
+    assert len(seen["calls"]) == 6  # ... and one plain call
+    assert len(plugin_traces(tmp_path / "tb")) == 1 and run_dirs(tmp_path / "tb")[0].name.endswith(captured)
 
 
 def test_switched_off_by_environment(tmp_path, monkeypatch):

@@ -15,8 +15,9 @@ def test_a_port_is_a_number_from_1_to_65535(text, value):
     assert get("TENSORBOARD_PORT", {"TENSORBOARD_PORT": text}) == value
 
 
-@pytest.mark.parametrize("text", ["0", "65536", "-1", "1.5", "abc"])
+@pytest.mark.parametrize("text", ["0", "65536", "-1", "1.5", "abc", "¹", "²³", "٣", "１２", "+80", "8_0", "9" * 5000])
 def test_a_port_outside_1_to_65535_or_not_a_number_is_refused(text):
+    """Only ASCII digits: str.isdigit() also takes ¹ (int() refuses it) and ٣ (int() reads 3)."""
     with pytest.raises(SettingError) as raised:
         get("TENSORBOARD_PORT", {"TENSORBOARD_PORT": text})
     assert str(raised.value) == f"TENSORBOARD_PORT={text!r}: expected a port number 1-65535"
@@ -198,6 +199,7 @@ def test_declaring_a_setting_records_each_of_its_fields_once(monkeypatch):
 def test_megabytes_are_whole_and_at_least_one():
     parse = settings.parse_megabytes
     assert parse(" 12 ") == 12 and parse("1") == 1
-    for bad in ("0", "1.5", "-3", "12MB", "", "lots"):
-        with pytest.raises(ValueError, match="whole number of megabytes"):
+    for bad in ("0", "1.5", "-3", "12MB", "", "lots", "¹", "²³", "٣", "+5", "9" * 5000):
+        with pytest.raises(ValueError) as raised:
             parse(bad)
+        assert str(raised.value) == "expected a whole number of megabytes, 1 or more"

@@ -77,9 +77,10 @@ LICENSE_FILE = "LICENSE.txt"
 
 
 def assets_dir(environ=os.environ) -> Path:
-    """Where assets are installed and looked up."""
-    configured = environ.get(ENV_ASSETS_DIR)
-    return Path(configured) if configured else Path(sys.prefix) / "share" / "lightx2v" / "assets"
+    """Where assets are installed and looked up. The variable is read as the stack's settings read a folder (spaces
+    around ignored, blank is unset, ``~`` expanded; a test checks the two agree): this package stands alone."""
+    configured = environ.get(ENV_ASSETS_DIR, "").strip()
+    return Path(configured).expanduser() if configured else Path(sys.prefix) / "share" / "lightx2v" / "assets"
 
 
 def path_of(asset: NpmAsset, directory: Path | None = None) -> Path:

@@ -41,7 +41,7 @@ from lightx2v.capture.control import (
     wait_for_capture,
 )
 from lightx2v.capture.jobs import Job, arm_job, explain_job, group, job_of, wait_for_job_capture
-from lightx2v.utils.torch_trace_profiler import ENV_DIR
+from lightx2v.utils.torch_trace_profiler import ENV_DIR, whole_number
 
 PROG = "capture"
 
@@ -62,9 +62,10 @@ def positive_seconds(text: str) -> float:
 
 
 def positive_pid(text: str) -> int:
-    if not text.strip().isdigit() or int(text) <= 0:
+    pid = whole_number(text)
+    if pid is None or pid <= 0:
         raise argparse.ArgumentTypeError(f"expected a process id (a positive integer), got {text!r}")
-    return int(text)
+    return pid
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

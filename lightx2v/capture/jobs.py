@@ -174,13 +174,15 @@ def explain_job(job: Job, answer: dict[str, Any]) -> str:
 def wait_for_job_capture(job: Job, answer: dict[str, Any], timeout: float) -> dict[str, Any]:
     """Block until every rank of ``job`` finished a capture after the arm; returns ``{"call", "run_dirs",
     "ranks": {rank: last_capture}}``. NotArmed when the arm was abandoned, a rank stopped, or on timeout, saying
-    where each rank stands."""
+    where each rank stands. A rank whose status file cannot be read (gone, not JSON, another protocol) has not
+    captured, as far as anyone here can tell: it is waited for, and named at the end."""
     before: dict[int, int] = answer.get("captures_before") or {}
     number = answer.get("job_arm")
     deadline = time.monotonic() + timeout
     while True:
-        now = [read_process(p.status_path) for p in job.ranks]
-        ranks = [n for n in now if n is not None]
+        now = [(p, read_process(p.status_path)) for p in job.ranks]
+        ranks = [n for _, n in now if n is not None]
+        unreadable = [p for p, n in now if n is None]
         for p in ranks:
             reason = p.not_running_reason()
             if reason:
@@ -189,12 +191,14 @@ def wait_for_job_capture(job: Job, answer: dict[str, Any], timeout: float) -> di
             if state.get("number") == number and state.get("state") in ENDED_WITHOUT_CAPTURE:
                 raise NotArmed(f"job {job.id}: arm {number}: rank {p.rank}: {arm_said(state)}")
         done = {p.rank: c for p in ranks if (c := p.capture_after(before.get(p.rank, 0)))}
-        if len(done) == len(job.ranks):
+        if not unreadable and len(done) == len(job.ranks):
             return {"call": ranks[0].job_arm.get("target"), "ranks": done,
                     "run_dirs": sorted({str(c.get("run_dir")) for c in done.values()})}
         if time.monotonic() >= deadline:
-            where = "; ".join(f"rank {p.rank}: " + (f"captured -> {done[p.rank].get('run_dir')}" if p.rank in done
-                                                       else _rank_arm(p)) for p in ranks)
+            said = [(p.rank, f"captured -> {done[p.rank].get('run_dir')}" if p.rank in done else _rank_arm(p))
+                    for p in ranks]
+            said += [(p.rank, f"its status file cannot be read: {p.status_path}") for p in unreadable]
+            where = "; ".join(f"rank {rank}: {what}" for rank, what in sorted(said))
             raise NotArmed(f"job {job.id} is armed but not every rank captured within {timeout:.0f} s ({where})")
         time.sleep(0.2)
 

@@ -32,8 +32,10 @@ Environment switches: ``LIGHTX2V_TORCH_PROFILE=0`` (or ``false``/``off``/``no``)
 call; ``LIGHTX2V_TORCH_PROFILE_DIR`` replaces ``tb_dir``; ``LIGHTX2V_TENSORBOARD_PORT`` replaces the port shown
 in the viewing hints (e.g. the host port a container publishes); ``LIGHTX2V_TORCH_PROFILE_REMOTE=0`` keeps the
 process from being armed from outside; ``LIGHTX2V_TORCH_PROFILE_MEMORY_SNAPSHOT=1`` (or ``0``) replaces
-``memory_snapshot`` (see "the CUDA memory snapshot"). A switch's value that is no on/off word keeps its default and
-is warned about once (``_env_flag``).
+``memory_snapshot`` (see "the CUDA memory snapshot"). A value the drop-in does not take (a switch that is no on/off
+word, a port that is not ASCII digits in 1..65535) keeps its default and is warned about once; no value raises into
+``run()``. ``LIGHTX2V_TORCH_PROFILE_DIR`` is read as the viewers read it: spaces around ignored, blank is unset, a
+leading ``~`` is the home folder (``env_path``).
 
 Settings live in ``TorchTraceProfileConfig`` (defaults, a doc per field, the one check). The original LightX2V
 module's other names keep working: ``TorchTraceProfiler(cfg)`` with ``try_claim(label)`` / ``run(step_fn)`` /
@@ -56,6 +58,7 @@ import logging
 import os
 import re
 import shutil
+import signal
 import socket
 import sys
 import threading
@@ -93,6 +96,11 @@ _FLAGS_WARNED: set[tuple[str, str]] = set()  # (variable, value) pairs already w
 _FLAGS_WARNED_LOCK = threading.Lock()
 
 
+# The environment is read on the caller's path (each capture's start, its hints), so every reading below keeps its
+# default on a value it does not take, says so once, and never raises: no value may cost the caller the result.
+# The stack's registry (lightx2v.settings) reads the same variables through these rules, refusing what they refuse.
+
+
 def _env_flag(name: str, default: bool = True) -> bool:
     """An on/off switch from the environment: a word of ``ON_WORDS`` is on, of ``OFF_WORDS`` off; unset or empty is
     ``default``. Any other word (a typo: ``flase``) keeps ``default`` and warns once per variable and value. The one
@@ -105,13 +113,41 @@ def _env_flag(name: str, default: bool = True) -> bool:
         return True
     if value in OFF_WORDS:
         return False
+    _warn_env_once(name, raw, f"an on/off word ({'/'.join(ON_WORDS)} or {'/'.join(OFF_WORDS)}, any case)",
+                   "on" if default else "off")
+    return default
+
+
+def _warn_env_once(name: str, raw: str, expected: str, default: str) -> None:
+    """Say once per variable and value that ``raw`` is not ``expected`` and ``default`` is kept."""
     with _FLAGS_WARNED_LOCK:
         first = (name, raw) not in _FLAGS_WARNED
         _FLAGS_WARNED.add((name, raw))
     if first:
-        _log(logging.WARNING, f"[Profile] {name}={raw!r} is not an on/off word ({'/'.join(ON_WORDS)} or "
-                              f"{'/'.join(OFF_WORDS)}, any case); keeping the default: {'on' if default else 'off'}")
-    return default
+        _log(logging.WARNING, f"[Profile] {name}={raw!r} is not {expected}; keeping the default: {default}")
+
+
+WHOLE_NUMBER_DIGITS = 18  # longer digit strings are no port, rank or size (and int() refuses past 4300 digits)
+
+
+def whole_number(text: Optional[str]) -> Optional[int]:
+    """``text`` as a whole number when it is ASCII digits (spaces around ignored), else None.
+
+    The one reading of a number someone else wrote (the environment, a plan in the job's store), here and in the
+    stack's settings: ``str.isdigit()`` also takes ``¹`` (which int() refuses) and ``٣`` (which int() reads as 3),
+    and int() takes ``+7`` and ``7_000``."""
+    value = (text or "").strip()
+    if value.isascii() and value.isdigit() and len(value) <= WHOLE_NUMBER_DIGITS:
+        return int(value)
+    return None
+
+
+def env_path(text: Optional[str]) -> Optional[str]:
+    """A folder from the environment: spaces around ignored, a leading ``~`` expanded; None when blank (unset).
+
+    The one reading of ``ENV_DIR``, here and in the stack's settings (every viewer watches what this returns)."""
+    value = (text or "").strip()
+    return os.path.expanduser(value) if value else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -413,7 +449,7 @@ _SESSION = _Session()
 def resolve_log_dir(tb_dir: Optional[Union[str, os.PathLike]] = None) -> str:
     """The absolute TensorBoard logdir captures write to: ``LIGHTX2V_TORCH_PROFILE_DIR``, else ``tb_dir``, else
     ``save_results/torch_profile`` under the cwd. The TensorBoard launcher and ``lightx2v.serve`` watch the same."""
-    return os.path.abspath(os.fspath(os.environ.get(ENV_DIR) or tb_dir or DEFAULT_TB_DIR))
+    return os.path.abspath(os.fspath(env_path(os.environ.get(ENV_DIR)) or tb_dir or DEFAULT_TB_DIR))
 
 
 SummaryHandler = Callable[[str], Iterable[str]]
@@ -588,15 +624,17 @@ def _new_site(key: tuple, cacheable: bool) -> _Site:
 def _capture_claimed(cfg: TorchTraceProfileConfig, label: str, generation: int, func: Callable[..., T],
                      args: tuple, kwargs: dict, site: Optional[_Site] = None) -> T:
     """Run the capture that ``_SESSION.claim()`` allowed, and release the session whatever happens."""
+    capture: Optional[_Capture] = None
     try:
         if site is not None:
             _SESSION.last_site = site  # a job arm captures at this call site again (see "remote arming")
         _REMOTE.start_once(cfg.profile_format, cfg.tb_dir)  # see "remote arming"; never raises
-        return _Capture(cfg, label, generation, _SESSION.rendezvous_of(generation)).run(func, args, kwargs)
+        capture = _Capture(cfg, label, generation, _SESSION.rendezvous_of(generation))
+        return capture.run(func, args, kwargs)
     finally:
         _unpin_process_group_defaults()  # before the caller can reach destroy_process_group()
         _SESSION.release()
-        _REMOTE.after_capture()  # see "remote arming"; never raises
+        _REMOTE.after_capture(capture.write_fault_in if capture else None)  # see "remote arming"; never raises
 
 
 def _qualified_name(func: Callable[..., Any]) -> str:
@@ -620,6 +658,7 @@ class _Capture:
         self.export_stats: dict[str, _ExportStats] = {}  # by trace path: the export's time and peak RSS
         self.errors: list[str] = []
         self.target_failed = False
+        self.write_fault_in: Optional[str] = None  # the logdir a write into failed (said in this capture's report)
 
     def run(self, func: Callable[..., T], args: tuple, kwargs: dict) -> T:
         import torch
@@ -630,6 +669,7 @@ class _Capture:
         try:
             self.run_dir, self.log_dir, targets = self._plan_outputs()
         except OSError as exc:
+            self.write_fault_in = self._output_root()
             self._report_failure(f"cannot create the trace directory in {self._output_root()}: {exc}; "
                                  "running unprofiled")
             return func(*args, **kwargs)
@@ -719,6 +759,8 @@ class _Capture:
                 self.export_stats[path] = _export_atomically(prof, path, self.config.use_gzip)
                 self.trace_paths.append(path)
             except Exception as exc:
+                if isinstance(exc, OSError):
+                    self.write_fault_in = self.log_dir or os.path.dirname(path)
                 self.errors.append(f"could not write {path}: {exc!r}")
 
     @staticmethod
@@ -885,12 +927,10 @@ def _distributed_identity() -> tuple[int, int, Any]:
 
 
 def _env_int(name: str, default: int) -> int:
-    """A launcher's integer from the environment; unset, empty or not a number (``WORLD_SIZE=``): ``default``.
+    """A launcher's integer from the environment; unset, empty or not a whole number (``WORLD_SIZE=``): ``default``.
     Never raises: it is read on the caller's path (a capture's start, capture_status(), an on_trace_ready export)."""
-    try:
-        return int(os.environ.get(name) or default)
-    except ValueError:
-        return default
+    value = whole_number(os.environ.get(name))
+    return default if value is None else value
 
 
 _unpin_skip_logged = False
@@ -1003,14 +1043,47 @@ def _with_rank_suffix(path: str, rank: int, world_size: int) -> str:
 @contextlib.contextmanager
 def _replaced_atomically(path: str) -> Iterator[str]:
     """A hidden temporary name beside ``path`` that no reader matches, renamed onto ``path`` when the block ends
-    without an error and removed whatever happens: readers see the old file or the whole new one, never a part."""
+    without an error and removed whatever happens: readers see the old file or the whole new one, never a part.
+    A SIGTERM meanwhile ends the process once the block is over (``_sigterm_held``), so no temporary file outlives
+    it and what was being written is kept."""
     directory, name = os.path.split(path)
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+    with _sigterm_held():
+        try:
+            yield tmp
+            os.replace(tmp, path)
+        finally:
+            _remove_if_there(tmp)
+
+
+@contextlib.contextmanager
+def _sigterm_held() -> Iterator[None]:
+    """Hold SIGTERM over a block that writes a file, then end the process by it as it would have ended.
+
+    SIGTERM's default action kills the process where it stands: in an export, that left a hidden temporary file in
+    an otherwise empty run folder, forever, and the trace lost. Here a SIGTERM that comes during the block is noted;
+    when the block is over (the trace whole and in place, every temporary file renamed or removed) the default
+    action is put back and the signal raised again: the process ends by SIGTERM, as whoever sent it expects.
+
+    Only where SIGTERM has its default action (a handler of the caller's own runs as Python runs it, between the
+    export's steps, and the blocks' ``finally`` clean up), and only in the main thread, the one thread that may set
+    a handler: a capture in another thread is not held (README: "No partial files"). Never raises on its own
+    account."""
+    received: list[int] = []
+    held = False
     try:
-        yield tmp
-        os.replace(tmp, path)
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, lambda signum, frame: received.append(signum))
+            held = True
+    except (ValueError, OSError, AttributeError):  # not the main interpreter; no SIGTERM on this platform
+        pass
+    try:
+        yield
     finally:
-        _remove_if_there(tmp)
+        if held:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            if received:
+                signal.raise_signal(signal.SIGTERM)
 
 
 def _remove_if_there(*paths: str) -> None:
@@ -1158,6 +1231,10 @@ def _export_atomically(prof, path: str, use_gzip: bool) -> _ExportStats:
             if not os.path.isfile(exported):  # kineto logs its own write errors and returns normally
                 raise OSError(f"torch.profiler could not write the trace in {os.path.dirname(path) or '.'} "
                               "(disk full or not writable?)")
+            cut = _cut_short(exported)
+            if cut:  # ... but not all of them
+                raise OSError(f"torch.profiler wrote {cut} in {os.path.dirname(path) or '.'} (disk full or not "
+                              "writable?)")
             if use_gzip:
                 watch.total = os.path.getsize(exported)
                 watch.phase = (f"torch.profiler wrote {_format_bytes(watch.total)} in "
@@ -1169,6 +1246,24 @@ def _export_atomically(prof, path: str, use_gzip: bool) -> _ExportStats:
         finally:  # kineto writes <path>.tmp, then renames
             _remove_if_there(exported + ".tmp", *([exported] if use_gzip else []))
     return watch.stats
+
+
+def _cut_short(path: str) -> Optional[str]:
+    """What is wrong with the JSON trace torch.profiler just wrote at ``path`` ("an empty trace", "a trace cut off
+    after N bytes"), or None when it ends as a whole one does.
+
+    Kineto notices a write that fails while it exports (and then leaves no file), but not one that fails when the
+    file is closed: a trace small enough for one write, on a full disk or past a file size limit, is renamed into
+    place empty or cut short. A whole trace is one JSON object, so it ends with ``}``; its last bytes say so,
+    whatever its size. (A cut that happens to fall right after an event's own ``}`` passes: parsing the whole trace
+    to know would cost more than the export itself.)"""
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        f.seek(max(0, size - 64))
+        end = f.read().rstrip()
+    if not size:
+        return "an empty trace"
+    return None if end.endswith(b"}") else f"a trace cut off after {size} bytes"
 
 
 def _slug(text: str, limit: int) -> str:
@@ -1272,9 +1367,13 @@ def _module_available(name: str) -> bool:
 
 
 def _hint_port(default: int) -> int:
-    value = os.environ.get(ENV_PORT, "").strip()
-    if value.isdigit() and 1 <= int(value) <= 65535:
-        return int(value)
+    """The port the hints name: ``ENV_PORT`` when it is a port number, else ``default`` (a bad value said once)."""
+    raw = os.environ.get(ENV_PORT, "")
+    port = whole_number(raw)
+    if port is not None and 1 <= port <= 65535:
+        return port
+    if raw.strip():
+        _warn_env_once(ENV_PORT, raw, "a port number 1-65535", str(default))
     return default
 
 
@@ -1542,8 +1641,9 @@ def _job_plan(published: list[dict[str, Any]]) -> str:
 def _read_plan(plan: str) -> tuple[Optional[int], Optional[str]]:
     """A plan from the store: (the agreed call, None), or (None, why nobody captures)."""
     word, _, rest = plan.partition(" ")
-    if word == JOB_PLAN_CALL and rest.strip().isdigit():
-        return int(rest), None
+    target = whole_number(rest) if word == JOB_PLAN_CALL else None
+    if target is not None:
+        return target, None
     prefix = JobArmState.ABANDONED.value + ": "
     return None, plan[len(prefix):] if plan.startswith(prefix) else plan
 
@@ -1571,6 +1671,10 @@ class _RemoteControl:
         self.started_at: Optional[float] = None  # the process's start time, from /proc
         self.written_state: Optional[tuple] = None  # _shown_state() as of the last status write
         self.failure_logged = False
+        # One fault, one line: start_once's failure waits for the capture's report (after_capture), and once a
+        # capture said that the watcher's logdir cannot be written, the watcher's OSErrors there are that fault.
+        self.start_failure: Optional[tuple[BaseException, Optional[str]]] = None  # (error, status path)
+        self.logdir_fault_said = False
         self.next_job_arm = 1  # the job arm this rank looks for in the store next
         self.store_clone: Optional[tuple[Any, Any]] = None  # (the job's store, the watcher's own connection to it)
 
@@ -1602,11 +1706,18 @@ class _RemoteControl:
 
             atexit.register(self._mark_exited)
         except Exception as exc:
-            self._log_failure_once(exc)
+            self.start_failure = exc, self.status_path  # said by after_capture, unless the capture said it
             self.status_path = None  # no status, no watcher: captures go on as before
 
-    def after_capture(self) -> None:
-        """In the caller's thread, right after a capture: publish what it produced. Never raises."""
+    def after_capture(self, write_fault_in: Optional[str] = None) -> None:
+        """In the caller's thread, right after a capture and its report: publish what it produced. ``write_fault_in``:
+        the logdir the capture said it could not write into (then the watcher's failure there is not said again).
+        Never raises."""
+        if write_fault_in is not None and write_fault_in == self.log_dir:
+            self.logdir_fault_said = True
+        if self.start_failure is not None:
+            (exc, status_path), self.start_failure = self.start_failure, None
+            self._log_failure_once(exc, status_path)
         if self.status_path is None:
             return
         try:
@@ -1842,11 +1953,12 @@ class _RemoteControl:
         except Exception:
             pass
 
-    def _log_failure_once(self, exc: BaseException) -> None:
-        if not self.failure_logged:
-            self.failure_logged = True
-            _log(logging.WARNING, f"[Profile] remote arming: {exc!r} (status {self.status_path}); captures "
-                                  "still work, `python -m lightx2v.capture` may not see this process")
+    def _log_failure_once(self, exc: BaseException, status_path: Optional[str] = None) -> None:
+        if self.failure_logged or (isinstance(exc, OSError) and self.logdir_fault_said):
+            return
+        self.failure_logged = True
+        _log(logging.WARNING, f"[Profile] remote arming: {exc!r} (status {status_path or self.status_path}); "
+                              "captures still work, `python -m lightx2v.capture` may not see this process")
 
 
 def _multi_rank_refusal() -> Optional[str]:

@@ -637,6 +637,21 @@ def test_the_fixed_tensorboard_is_the_images_wrapper_else_the_module_else_none(t
     assert dropin._fixed_tensorboard_command() == "python -m lightx2v.tensorboard"
     monkeypatch.setattr(dropin, "_module_available", lambda name: name != "lightx2v.tensorboard")
     assert dropin._fixed_tensorboard_command() is None
+    monkeypatch.setenv("PATH", str(tmp_path))  # the image's shell wrapper works where our module is shadowed
+    assert dropin._fixed_tensorboard_command() == "lightx2v-tensorboard"
+
+
+def test_pips_console_script_is_the_hint_only_where_this_process_finds_the_module(tmp_path, monkeypatch):
+    """pip's console script is Python: under the PYTHONPATH that shadows our module here, it would fail too."""
+    script = tmp_path / "lightx2v-tensorboard"
+    script.write_text("#!/opt/venv/bin/python3\nfrom lightx2v.tensorboard.__main__ import main\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert dropin._fixed_tensorboard_command() == "lightx2v-tensorboard"
+    monkeypatch.setattr(dropin, "_module_available", lambda name: name != "lightx2v.tensorboard")
+    assert dropin._fixed_tensorboard_command() is None
+    script.unlink()  # unreadable or gone between the lookup and the read: not a Python script
+    assert dropin._python_script(str(script)) is False
 
 
 def test_a_module_is_available_when_it_can_be_found():

@@ -8,6 +8,7 @@ the user's code so). Elsewhere `python -m lightx2v.tensorboard`, only where that
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -29,9 +30,10 @@ def user_checkout(root):
     return root
 
 
-def hint_lines(tmp_path, pythonpath: str, path_dirs: list[str]) -> list[str]:
+def hint_lines(tmp_path, pythonpath: str, path_dirs: list[str], interpreter_dir: str | None = None) -> list[str]:
+    interpreter_dir = interpreter_dir or os.path.dirname(sys.executable)
     env = subprocess_env(PYTHONPATH=pythonpath, LIGHTX2V_TORCH_PROFILE_DIR="",
-                         PATH=os.pathsep.join([*path_dirs, os.path.dirname(sys.executable), "/usr/bin", "/bin"]))
+                         PATH=os.pathsep.join([*path_dirs, interpreter_dir, "/usr/bin", "/bin"]))
     proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120, env=env,
                           cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -40,8 +42,17 @@ def hint_lines(tmp_path, pythonpath: str, path_dirs: list[str]) -> list[str]:
 
 
 @pytest.mark.slow
-def test_in_this_projects_python_the_hint_is_the_module(tmp_path):
+def test_in_this_projects_python_the_hint_is_its_command_else_the_module(tmp_path):
+    """With the project installed, its console script `lightx2v-tensorboard` (beside the interpreter); where only
+    the module is importable (a checkout on PYTHONPATH, nothing installed), `python -m`."""
+    installed = shutil.which("lightx2v-tensorboard", path=os.path.dirname(sys.executable))
     (line,) = hint_lines(tmp_path, str(REPO_ROOT), [])
+    command = "lightx2v-tensorboard" if installed else "python -m lightx2v.tensorboard"
+    assert line.startswith(f"or, fixed:     {command} --logdir {tmp_path / 'tb'} --port ")
+    bare = tmp_path / "bare_bin"  # this interpreter without the console scripts beside it
+    bare.mkdir()
+    (bare / "python3").symlink_to(sys.executable)
+    (line,) = hint_lines(tmp_path, str(REPO_ROOT), [], interpreter_dir=str(bare))
     assert line.startswith(f"or, fixed:     python -m lightx2v.tensorboard --logdir {tmp_path / 'tb'} --port ")
 
 
@@ -58,9 +69,12 @@ def test_where_the_users_lightx2v_shadows_ours_the_hint_is_the_images_wrapper(tm
         (line,) = lines
         assert line.startswith(f"or, fixed:     lightx2v-tensorboard --logdir {tmp_path / 'tb'} --port ")
         return
-    # No wrapper: the module line only if the module really imports in that environment (an editable install of
-    # this project may still provide it beside the user's package); otherwise no line at all.
+    # No wrapper: a line only if the module really imports in that environment (an editable install of this
+    # project may still provide it beside the user's package): then pip's console script beside the interpreter
+    # where the project is installed (it imports the same way), else the module; otherwise no line at all.
     probe = subprocess.run([sys.executable, "-c", "import lightx2v.tensorboard.__main__"], capture_output=True,
                            env=subprocess_env(PYTHONPATH=str(checkout)), cwd=tmp_path, timeout=120)
+    installed = shutil.which("lightx2v-tensorboard", path=os.path.dirname(sys.executable))
+    command = "lightx2v-tensorboard" if installed else "python -m lightx2v.tensorboard"
     assert [line.split("--logdir")[0].strip() for line in lines] == (
-        ["or, fixed:     python -m lightx2v.tensorboard"] if probe.returncode == 0 else [])
+        [f"or, fixed:     {command}"] if probe.returncode == 0 else [])

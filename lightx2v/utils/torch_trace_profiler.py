@@ -1345,16 +1345,30 @@ def _viewing_hints(result: CaptureResult, cfg: TorchTraceProfileConfig) -> list[
 def _fixed_tensorboard_command() -> Optional[str]:
     """How this machine starts the project's fixed TensorBoard launcher, or None where it cannot.
 
-    The Docker image's wrapper ``lightx2v-tensorboard`` when it is on PATH: it runs the stack's own interpreter,
-    so it works even where a LightX2V checkout's own ``lightx2v`` shadows ours (the image runs the user's code
-    so, and there ``python -m lightx2v.tensorboard`` fails). Else ``python -m lightx2v.tensorboard`` where this
-    process finds that module; else nothing.
+    ``lightx2v-tensorboard`` when it is on PATH and works from here: the Docker image's wrapper always does (it runs
+    the stack's own interpreter isolated, so a LightX2V checkout's own ``lightx2v`` cannot shadow ours, as it does
+    where the image runs the user's code, and there ``python -m lightx2v.tensorboard`` fails); the console script
+    pip writes when the project is installed does where this process finds the module (a Python script, it sees
+    the same PYTHONPATH). Else ``python -m lightx2v.tensorboard`` where this process finds that module; else
+    nothing.
     """
-    if shutil.which("lightx2v-tensorboard"):
+    found = shutil.which("lightx2v-tensorboard")
+    available = _module_available("lightx2v.tensorboard")
+    if found and (available or not _python_script(found)):
         return "lightx2v-tensorboard"
-    if _module_available("lightx2v.tensorboard"):
+    if available:
         return "python -m lightx2v.tensorboard"
     return None
+
+
+def _python_script(path: str) -> bool:
+    """Whether the command at ``path`` is a Python script (pip's console scripts), not the image's shell wrapper."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(256)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"python" in first
 
 
 def _module_available(name: str) -> bool:

@@ -92,6 +92,16 @@ def test_a_mangled_component_cut_short_by_the_end_of_the_name_is_left_out():
     assert short_name("_ZN3foo20abc") == "foo"
 
 
+@pytest.mark.parametrize("name,short", [("_Z¹foo", "_Z¹foo"), ("_Z٣fooPf", "_Z٣fooPf"), ("_ZN3foo²barEv", "foo")])
+def test_a_digit_that_is_not_ascii_ends_a_mangled_name_not_the_summary(name, short):
+    """Mangled lengths are ASCII digits: ``¹`` made int() raise out of the summary, ``٣`` was read as 3."""
+    assert short_name(name) == short
+
+
+def test_a_template_argument_after_a_non_ascii_digit_is_no_name():
+    assert short_name("_ZN3fooI٣barEEv") == "foo"
+
+
 def test_a_mangled_name_without_a_name_to_show_is_kept_whole():
     assert short_name("_ZL3foov") == "_ZL3foov"
     assert short_name("_Z12") == "_Z12"

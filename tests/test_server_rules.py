@@ -70,7 +70,11 @@ def ask(srv, method: str, path: str, headers: dict | None = None, body: bytes = 
     raw = f"{method} {path} {version}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items() if v is not None)
     handler = Handler.__new__(Handler)
     handler.server, handler.client_address = srv, ("127.0.0.1", 40000)
-    handler.rfile, handler.wfile = io.BytesIO(raw.encode() + b"\r\n" + body), io.BytesIO()
+    try:  # as a client sends headers (http.client: latin-1), so the handler reads back the same text
+        head = raw.encode("latin-1")
+    except UnicodeEncodeError:
+        head = raw.encode()
+    handler.rfile, handler.wfile = io.BytesIO(head + b"\r\n" + body), io.BytesIO()
     handler.close_connection = True
     handler.handle_one_request()
     return Answer(handler.wfile.getvalue()), handler
@@ -312,8 +316,9 @@ def test_the_capture_post_answers_in_json(server):
 def test_the_capture_post_reads_only_the_length_it_is_told(server):
     answer = post(server, b'{"id": "h_1"}xyz', length="13")
     assert json.loads(answer.body)["message"] == "no process with id 'h_1' writes captures here"
-    answer = post(server, b'{"id": "h_1"}', length="x")
-    assert json.loads(answer.body) == {"ok": False, "message": "bad request: id must be a string"}
+    for length in ("x", "¹"):  # not ASCII digits: nothing is read ("¹" passes str.isdigit, int() refuses it)
+        answer = post(server, b'{"id": "h_1"}', length=length)
+        assert json.loads(answer.body) == {"ok": False, "message": "bad request: id must be a string"}
     answer = ask(server, "POST", "/api/capture", headers=JSON_POST, body=b'{"id": "h_1"}')[0]
     assert json.loads(answer.body) == {"ok": False, "message": "bad request: id must be a string"}
 
@@ -394,6 +399,15 @@ def test_a_host_name_with_underscores_is_read_up_to_the_last_one(tmp_path, kills
     (folder / f"my_host_{ALIVE_PID}.json").write_text("{}")
     _remove_stale(str(folder), "my_host")
     assert os.listdir(folder) == [f"my_host_{ALIVE_PID}.json"]
+
+
+def test_a_discovery_file_whose_pid_is_not_ascii_digits_is_left_alone(tmp_path, kills):
+    folder = tmp_path / "d"
+    folder.mkdir()
+    for name in ("h_¹.json", "h_٣.json"):
+        (folder / name).write_text("{}")
+    _remove_stale(str(folder), "h")
+    assert sorted(os.listdir(folder)) == ["h_¹.json", "h_٣.json"] and kills == []
 
 
 def test_a_server_of_another_user_is_alive(tmp_path, monkeypatch):

@@ -134,7 +134,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.path.partition("?")[0] != capture_panel.ROUTE:
             return self._refuse_method()
         length = self.headers.get("Content-Length") or "0"
-        body = self.rfile.read(min(int(length), capture_panel.MAX_BODY)) if length.isdigit() else b""
+        body = (self.rfile.read(min(int(length), capture_panel.MAX_BODY)) if length.isascii() and length.isdigit()
+                else b"")  # isdigit alone also takes "¹", which int() refuses
         status, answer = capture_panel.post(self.server.root, self.headers, body, self.server.public_url)
         self._send_bytes(json.dumps(answer).encode(), "application/json", True, status)
 
@@ -232,7 +233,8 @@ def write_discovery(root: str, port: int, url: str) -> str:
 def _remove_stale(folder: str, host: str) -> None:
     for name in os.listdir(folder):
         stem, _, pid = name.removesuffix(".json").rpartition("_")
-        if stem != host or not name.endswith(".json") or not pid.isdigit() or int(pid) == os.getpid():
+        if (stem != host or not name.endswith(".json") or not (pid.isascii() and pid.isdigit())
+                or int(pid) == os.getpid()):
             continue
         try:
             os.kill(int(pid), 0)

@@ -106,7 +106,7 @@ def _mangled(s: str) -> str:
     out = _own_name("::".join(parts))
     if i < len(s) and s[i] == "I":  # template arguments: the first one's name, when it is a name
         j = i + 1
-        while j < len(s) and not s[j].isdigit():
+        while j < len(s) and not _digit(s[j]):
             if s.startswith(("St", "Sa", "Sb", "Ss", "Si", "So", "Sd"), j):  # std:: and its abbreviations
                 j += 2
             elif s[j] == "S":  # a substitution, S_ or S<seq-id>_
@@ -124,12 +124,18 @@ def _mangled(s: str) -> str:
     return out
 
 
+def _digit(c: str) -> bool:
+    """An ASCII digit: a mangled name's lengths are written in them (``str.isdigit`` also takes ``¹``, which
+    ``int`` refuses, and ``٣``, which it reads as 3)."""
+    return "0" <= c <= "9"
+
+
 def _source_names(s: str, i: int) -> tuple[list[str], int]:
     """The ``<length><identifier>`` run from ``i`` of a mangled name: (identifiers, where the run ends)."""
     parts = []
-    while i < len(s) and s[i].isdigit():
+    while i < len(s) and _digit(s[i]):
         j = i
-        while j < len(s) and s[j].isdigit():
+        while j < len(s) and _digit(s[j]):
             j += 1
         n = int(s[i:j])
         if n == 0 or j + n > len(s):

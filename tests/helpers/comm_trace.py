@@ -1,0 +1,94 @@
+"""Synthetic kineto traces of a run's ranks with collectives, in the two schemas the summary reads:
+
+- ``nccl``: ``c10d::<op>`` > ``record_param_comms`` (with the collective's args) > ``nccl:<kind>``, and the
+  ``ncclDevKernel_*`` it launched (``cudaLaunchKernel`` with the kernel's correlation id), on device 0;
+- ``gloo``: ``c10d::<op>`` on the calling thread (it enqueues) and ``gloo:<kind>`` on the backend's thread, whose
+  duration is the work.
+
+Times are µs from the rank's T0 (helpers.summary.T0 plus ``clock``: a rank whose clock runs ahead).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from helpers.summary import CPU_PID, GPU_PID, STREAM, T0
+
+C10D = {"all_reduce": "c10d::allreduce_", "all_to_all": "c10d::alltoall_base_", "all_gather": "c10d::allgather_",
+        "barrier": "c10d::barrier"}
+NCCL_KERNEL = {"all_reduce": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+               "all_to_all": "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
+               "all_gather": "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"}
+GLOO_THREAD = CPU_PID + 7
+
+
+@dataclass
+class Coll:
+    kind: str
+    call: float  # when the host called it
+    arrival: float  # when its work began (kernel start / gloo's work start)
+    end: float
+    seq: int | None = None
+    group: str = "0"
+    nelems: int = 1 << 20
+    dtype: str = "Float"
+
+
+@dataclass
+class Rank:
+    rank: int
+    world: int
+    steps: list[tuple[float, float]]  # ProfilerStep#1.. spans
+    colls: list[Coll]
+    clock: float = 0.0
+    compute: list[tuple[float, float]] = field(default_factory=list)  # compute kernels (nccl) / ops (gloo)
+    ranks: list[int] | None = None  # the group's ranks written in the args (nccl)
+
+
+def rank_trace(r: Rank, schema: str) -> dict:
+    t = T0 + r.clock
+    ev: list[dict] = []
+    for i, (lo, hi) in enumerate(r.steps, 1):
+        ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": CPU_PID, "tid": CPU_PID,
+                   "ts": t + lo, "dur": hi - lo, "args": {}})
+    corr = 1000
+    for lo, hi in r.compute:
+        corr += 1
+        if schema == "nccl":
+            ev.append({"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16", "pid": GPU_PID, "tid": STREAM,
+                       "ts": t + lo, "dur": hi - lo, "args": {"device": 0, "stream": STREAM, "correlation": corr}})
+        else:
+            ev.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": CPU_PID, "tid": CPU_PID,
+                       "ts": t + lo, "dur": hi - lo, "args": {}})
+    for c in r.colls:
+        corr += 1
+        host_end = c.call + 20 if schema == "nccl" else c.call + 10
+        ev.append({"ph": "X", "cat": "cpu_op", "name": C10D[c.kind], "pid": CPU_PID, "tid": CPU_PID,
+                   "ts": t + c.call, "dur": host_end - c.call, "args": {}})
+        if schema == "nccl":
+            args = {"Collective name": c.kind.replace("_", "") if c.kind != "all_to_all" else "all_to_all",
+                    "dtype": c.dtype, "In msg nelems": c.nelems,
+                    "Out msg nelems": c.nelems * (r.world if c.kind == "all_gather" else 1),
+                    "Group size": len(r.ranks or range(r.world)), "Process Group Name": c.group,
+                    "Process Group Ranks": str(r.ranks if r.ranks is not None else list(range(r.world)))}
+            if c.seq is not None:
+                args["Seq"] = c.seq
+            ev.append({"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": CPU_PID, "tid": CPU_PID,
+                       "ts": t + c.call + 2, "dur": 16, "args": args})
+            ev.append({"ph": "X", "cat": "user_annotation", "name": f"nccl:{c.kind}", "pid": CPU_PID,
+                       "tid": CPU_PID, "ts": t + c.call + 4, "dur": 12, "args": {}})
+            ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": CPU_PID, "tid": CPU_PID,
+                       "ts": t + c.call + 6, "dur": 5, "args": {"correlation": corr}})
+            ev.append({"ph": "X", "cat": "kernel", "name": NCCL_KERNEL[c.kind], "pid": GPU_PID, "tid": STREAM + 1,
+                       "ts": t + c.arrival, "dur": c.end - c.arrival,
+                       "args": {"device": 0, "stream": STREAM + 1, "correlation": corr}})
+        else:
+            ev.append({"ph": "X", "cat": "user_annotation", "name": f"gloo:{c.kind}", "pid": CPU_PID,
+                       "tid": GLOO_THREAD, "ts": t + c.arrival, "dur": c.end - c.arrival,
+                       "args": {"Input Dims": [[c.nelems]], "Input type": ["float"]}})
+    doc = {"schemaVersion": 1, "distributedInfo": {"backend": schema, "rank": r.rank, "world_size": r.world},
+           "traceEvents": ev}
+    if schema == "nccl":
+        doc["deviceProperties"] = [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85520809984,
+                                    "computeMajor": 9, "computeMinor": 0}]
+    return doc

@@ -1,0 +1,236 @@
+"""Collectives on synthetic runs of both schemas (NCCL kernels with kineto's args; gloo's op and work): one call per
+torch.distributed call, matched across ranks, waits and the late rank per step, clocks, bandwidth, and every kind
+of bad input said in one line with the rest of the summary kept."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lightx2v.trace_summary import summarize_paths, to_json
+from lightx2v.trace_summary.bandwidth import bus_factor, could_win, link_for, message_bytes
+from lightx2v.trace_summary.comm import is_comm_kernel, is_comm_name, kind_of
+from lightx2v.trace_summary.render import render_run
+
+from helpers.comm_trace import Coll, Rank, rank_trace
+from helpers.summary import write_json
+
+STEPS = [(0, 10_000), (10_000, 20_000), (20_000, 30_000)]
+
+
+def late_in_step_2(seq: bool = True, delay: float = 5_000.0) -> list[Rank]:
+    """Two ranks, one all-reduce per step at +4 ms; rank 1 arrives ``delay`` late in step 2; all leave together
+    (a 1 ms transfer after the last arrival). Compute kernels cover the first half of each all-reduce on rank 0."""
+    ranks = []
+    for r in (0, 1):
+        colls = []
+        for k, (lo, _) in enumerate(STEPS):
+            arrive = lo + 4_000 + (delay if r == 1 and k == 1 else 0.0)
+            last = lo + 4_000 + (delay if k == 1 else 0.0)
+            colls.append(Coll("all_reduce", call=arrive - 100, arrival=arrive, end=last + 1_000,
+                              seq=k if seq else None))
+        compute = [(lo + 3_000, lo + 4_500) for lo, _ in STEPS] if r == 0 else []
+        ranks.append(Rank(rank=r, world=2, steps=STEPS, colls=colls, compute=compute))
+    return ranks
+
+
+def write_run(tmp_path, ranks: list[Rank], schema: str = "nccl", name: str = "run"):
+    folder = tmp_path / name
+    folder.mkdir()
+    for r in ranks:
+        write_json(folder / f"rank{r.rank}_host.pt.trace.json", rank_trace(r, schema))
+    return folder
+
+
+def summarize(folder):
+    (run,) = summarize_paths([str(folder)])
+    return run
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("c10d::allreduce_", "all_reduce"), ("c10d::_allgather_base_", "all_gather"),
+    ("c10d::allgather_into_tensor_coalesced_", "all_gather"), ("c10d::_reduce_scatter_base_", "reduce_scatter"),
+    ("c10d::alltoall_base_", "all_to_all"), ("c10d::barrier", "barrier"), ("c10d::recv_any_source_", "recv"),
+    ("nccl:all_to_all", "all_to_all"), ("gloo:all_gather", "all_gather"), ("allreduce", "all_reduce"),
+    ("all_to_allv", "all_to_all"), ("_reduce_scatter_base", "reduce_scatter"), ("wait", None),
+    ("record_param_comms", None), ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", "all_reduce"),
+    ("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", "send_recv"), ("ncclDevKernel_Generic", None),
+])
+def test_one_name_per_collective_from_every_schema(name, kind):
+    assert kind_of(name) == kind
+
+
+def test_communication_kernels_are_htas_and_the_pass_keeps_the_collectives_args():
+    assert is_comm_kernel("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)")
+    assert is_comm_kernel("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)")
+    assert not is_comm_kernel("void at::native::nccl_like_kernel<float>()")  # HTA: ^nccl.*Kernel
+    assert all(map(is_comm_name, ["record_param_comms", "c10d::allreduce_", "nccl:all_reduce", "gloo:barrier"]))
+    assert not any(map(is_comm_name, ["aten::mm", "ProfilerStep#1", "cudaLaunchKernel"]))
+
+
+def test_an_nccl_call_is_its_op_its_args_and_its_kernel(tmp_path):
+    run = summarize(write_run(tmp_path, late_in_step_2()))
+    calls = run.ranks[0].tables.collectives
+    assert [c.kind for c in calls] == ["all_reduce"] * 3 and [c.seq for c in calls] == [0, 1, 2]
+    first = calls[0]
+    assert (first.group, first.ranks, first.dtype, first.in_nelems, first.on_gpu, first.timed, first.device) == (
+        "0", [0, 1], "Float", 1 << 20, True, True, 0)
+    assert first.step == "ProfilerStep#1" and first.end_us - first.arrival_us == pytest.approx(1_000)
+    # rank 0's compute covers 500 us of the first all-reduce: the rest is exposed
+    assert first.exposed_us == pytest.approx(500) and first.comm_us == pytest.approx(1_000)
+    comm = run.ranks[0].communication
+    assert comm.on_gpu and comm.kinds == {"all_reduce": 3}
+    assert comm.comm_us == pytest.approx(1_000 + 6_000 + 1_000)
+    assert comm.exposed_us == pytest.approx(500 + 5_500 + 500)  # step 2's waits 5 ms on 1.5 ms of compute
+    assert comm.overlap_pct == pytest.approx(100 * 1_500 / 8_000)
+    assert [s.calls for s in comm.steps] == [1, 1, 1]
+    assert [round(s.exposed_us) for s in comm.steps] == [500, 5_500, 500]
+
+
+def test_the_late_rank_is_named_in_its_step_only_with_the_others_wait(tmp_path):
+    run = summarize(write_run(tmp_path, late_in_step_2()))
+    c = run.communication
+    assert (c.ranks, c.collectives, c.complete, c.notes) == (2, 3, 3, [])
+    assert [(s.step, s.late_rank) for s in c.steps] == [("ProfilerStep#1", None), ("ProfilerStep#2", 1),
+                                                        ("ProfilerStep#3", None)]
+    late = c.steps[1]
+    assert late.late_wait_us == pytest.approx(5_000) and late.collective == "all_reduce"
+    waited = {r.rank: r.waited_us for r in late.ranks}
+    assert waited[0] == pytest.approx(5_000) and waited[1] == 0
+    assert [(p.waiter, p.late, round(p.wait_us)) for p in c.pairs] == [(0, 1, round(5_000 / 3))]
+    assert run.straggler.rank == 1 and run.straggler.criterion == "waits_caused"
+    text = render_run(run)
+    assert "straggler: rank 1 (rank1_host): the others waited" in text
+    assert "rank 1 5.000 ms: all_reduce" in text
+    doc = to_json([run])["runs"][0]
+    assert doc["communication"]["steps"][1]["late_rank"] == 1 and json.loads(json.dumps(doc)) == doc
+
+
+def test_bandwidth_is_nccl_tests_over_the_transfer_against_the_link(tmp_path):
+    run = summarize(write_run(tmp_path, late_in_step_2()))
+    (top,) = run.communication.top
+    assert top.bytes == (1 << 20) * 4  # S = count x sizeof(float)
+    assert top.transfer_us == pytest.approx(1_000)  # per step and rank: one 1 ms transfer, the wait left out
+    assert top.algbw_gbps == pytest.approx(4 * (1 << 20) / 1_000 / 1_000)  # bytes / us / 1000 = GB/s
+    assert top.busbw_gbps == pytest.approx(top.algbw_gbps * 2 * (2 - 1) / 2)
+    assert (top.link, top.link_gbps) == ("NVLink 4", 450)
+    assert top.could_win_us == pytest.approx(1_000 * (1 - top.busbw_gbps / (450 * 0.8)))
+
+
+@pytest.mark.parametrize("kind, n, factor", [
+    ("all_reduce", 8, 2 * 7 / 8), ("reduce_scatter", 8, 7 / 8), ("all_gather", 4, 3 / 4), ("all_to_all", 2, 1 / 2),
+    ("broadcast", 8, 1.0), ("reduce", 8, 1.0), ("send_recv", 2, 1.0), ("barrier", 8, None),
+])
+def test_bus_factors_are_the_ones_nccl_tests_documents(kind, n, factor):
+    assert bus_factor(kind, n) == factor
+
+
+def test_message_sizes_and_links():
+    assert message_bytes("all_gather", 1024, None, "Float", 4) == 4 * 1024 * 4  # S: the total array
+    assert message_bytes("all_gather", 1024, 4096, "BFloat16", 4) == 4096 * 2
+    assert message_bytes("all_reduce", 1024, 1024, "c10::BFloat16", 8) == 2048
+    assert message_bytes("all_reduce", 1024, None, "", 8) is None
+    assert link_for("NVIDIA H100 80GB HBM3").gbps == 450 and link_for("NVIDIA H100 PCIe").gbps == 64
+    assert link_for("NVIDIA A100-PG509-200").name == "NVLink 3" and link_for("NVIDIA A100 80GB PCIe").gbps == 32
+    assert link_for("NVIDIA H200 NVL").gbps == 450 and link_for("Intel Xeon") is None
+    assert could_win(1_000, 400, 450, 80) == 0.0 and could_win(1_000, 180, 450, 80) == pytest.approx(500)
+
+
+def test_a_rank_whose_clock_runs_ahead_is_put_on_the_others_clock(tmp_path):
+    ranks = late_in_step_2()
+    ranks[1].clock = 700.0  # rank 1's timestamps are 0.7 ms ahead for the same moment
+    run = summarize(write_run(tmp_path, ranks))
+    c = run.communication
+    (ref, other) = c.clocks
+    assert (ref.offset_us, ref.applied) == (0.0, False)
+    assert other.offset_us == pytest.approx(700) and other.spread_us == pytest.approx(0) and other.applied
+    assert any("rank 1's clock is 0.700 ms ahead of rank 0's" in note for note in c.notes)
+    assert c.steps[1].late_wait_us == pytest.approx(5_000)  # without the correction: 5.7 ms
+    assert [s.late_rank for s in c.steps] == [None, 1, None]
+
+
+def test_clocks_that_agree_within_the_spread_are_left_alone(tmp_path):
+    ranks = late_in_step_2()
+    for k, c in enumerate(ranks[1].colls):  # ends off by -50, +50, +10 us: noise, no offset
+        c.end += (-50, 50, 10)[k]
+    run = summarize(write_run(tmp_path, ranks))
+    other = run.communication.clocks[1]
+    assert other.offset_us == pytest.approx(10) and other.spread_us == pytest.approx(60) and not other.applied
+    assert not any(n.startswith("clocks") for n in run.communication.notes)
+    assert "clocks    agree within the collectives' end spread" in render_run(run)
+
+
+def test_without_sequence_numbers_calls_are_matched_by_order_within_their_step(tmp_path):
+    ranks = late_in_step_2(seq=False)
+    ranks[0].colls.insert(0, Coll("all_reduce", call=-900, arrival=-800, end=-700))  # before any step: no peer
+    run = summarize(write_run(tmp_path, ranks))
+    c = run.communication
+    assert [s.late_rank for s in c.steps] == [None, 1, None]  # the extra call shifts nothing in the steps
+    assert c.notes == ["rank 0: 1 collective without a peer (a rank hung, or its capture ended or began "
+                       "elsewhere): no waits for them"]
+
+
+def test_sequence_numbers_that_restart_are_said_and_matched_by_order(tmp_path):
+    ranks = late_in_step_2()
+    for c, seq in zip(ranks[1].colls, (5, 6, 0), strict=True):
+        c.seq = seq
+    run = summarize(write_run(tmp_path, ranks))
+    assert "rank 1: group 0's sequence numbers restart (6 then 0: a new group of the same name?): matched by " \
+           "order instead" in run.communication.notes
+    assert [s.late_rank for s in run.communication.steps] == [None, 1, None]
+
+
+def test_a_missing_rank_is_said_and_its_collectives_have_no_waits(tmp_path):
+    ranks = late_in_step_2()
+    for r in ranks:
+        r.world = 3
+    run = summarize(write_run(tmp_path, ranks))
+    c = run.communication
+    assert c.notes[0] == ("rank 2 of 3: no trace in this run; collectives they (may) take part in are incomplete: "
+                          "no waits for them")
+    assert (c.collectives, c.complete) == (3, 0) and all(s.late_rank is None for s in c.steps)
+    assert [r.rank for r in run.ranks] == [0, 1] and all(r.communication.calls == 3 for r in run.ranks)
+    assert run.straggler.criterion != "waits_caused"  # nothing to say who waited: the step-time rule
+
+
+def test_a_damaged_rank_file_is_named_in_the_note(tmp_path):
+    from lightx2v.trace_summary.discover import resolve
+    from lightx2v.trace_summary.summarize import summarize_run
+
+    folder = write_run(tmp_path, late_in_step_2())
+    cut = folder / "rank1_host.pt.trace.json"
+    cut.write_bytes(cut.read_bytes()[:5_000])
+    (run,) = [summarize_run(r, keep_going=True) for r in resolve([str(folder)])]
+    assert [d.file for d in run.damaged_files] == [str(cut)] and [r.rank for r in run.ranks] == [0]
+    assert run.communication is None  # one rank left: nothing to match; the damaged file is said above
+
+
+def test_ranks_of_another_run_are_said_and_not_matched(tmp_path):
+    ranks = late_in_step_2()
+    ranks[1].clock = 3_600e6  # captured an hour later: another run
+    run = summarize(write_run(tmp_path, ranks))
+    assert run.communication.notes == ["rank 1: its capture does not overlap rank 0's in time: another run's file? "
+                                       "its collectives are not matched"]
+    assert run.communication.collectives == 0 and "no collectives matched" in render_run(run)
+    assert all(r.communication is not None for r in run.ranks)  # each rank's own answers stay
+
+
+def test_a_world_size_of_another_run_is_said(tmp_path):
+    ranks = late_in_step_2() + [Rank(rank=2, world=4, steps=STEPS, colls=late_in_step_2()[0].colls)]
+    run = summarize(write_run(tmp_path, ranks))
+    assert run.communication.notes[0] == ("rank 2: world size 4, the others' 2: another run's file? its "
+                                          "collectives are not matched")
+    assert [s.late_rank for s in run.communication.steps] == [None, 1, None]
+
+
+def test_gloo_calls_are_the_callers_op_and_the_backends_work(tmp_path):
+    run = summarize(write_run(tmp_path, late_in_step_2(seq=False), schema="gloo"))
+    first = run.ranks[0].tables.collectives[0]
+    assert (first.kind, first.on_gpu, first.timed, first.group, first.in_nelems, first.dtype) == (
+        "all_reduce", False, True, "", 1 << 20, "float")
+    assert first.arrival_us - first.call_us == pytest.approx(100)  # the work began after the call
+    assert not run.ranks[0].communication.on_gpu
+    assert [s.late_rank for s in run.communication.steps] == [None, 1, None]
+    assert run.communication.steps[1].late_wait_us == pytest.approx(5_000)
+    assert run.communication.top[0].link == ""  # no link peak on a CPU

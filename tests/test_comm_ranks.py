@@ -1,0 +1,139 @@
+"""Real torchrun jobs (gloo, CPU) shaped like LightX2V's parallel denoising (Ulysses all-to-alls and a CFG
+all-gather every step), one rank made late on purpose in chosen steps (tests/programs/comm_late_rank.py): the
+summary names that rank in exactly those steps, with the others' waits within 10% of the delay, the collective,
+its call site and what the late rank was doing; it is the straggler by the waits it caused. One job per
+configuration (2 ranks late before an all-to-all, 4 ranks late before the all-gather), shared by the tests."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lightx2v.trace_summary import summarize_paths
+from lightx2v.trace_summary.discover import resolve
+from lightx2v.trace_summary.summarize import summarize_run
+
+from conftest import REPO_ROOT, subprocess_env
+from helpers.torchrun import rows, run_torchrun
+
+pytestmark = pytest.mark.torchrun
+
+PROGRAM = REPO_ROOT / "tests" / "programs" / "comm_late_rank.py"
+DELAY_MS = 150.0
+JOBS = {  # name: (ranks, late rank, late steps, where the delay is)
+    "two": (2, 1, (1, 3), "a2a"),
+    "four": (4, 2, (2, 4), "gather"),
+}
+
+
+@pytest.fixture(scope="module", params=list(JOBS))
+def job(request, tmp_path_factory):
+    ranks, late, steps, where = JOBS[request.param]
+    out = tmp_path_factory.mktemp(request.param)
+    log = run_torchrun(PROGRAM, str(out), str(late), ",".join(map(str, steps)), str(DELAY_MS), where, cwd=out,
+                       nproc=ranks)
+    found = rows(log, "LATE")
+    assert sorted(found) == list(range(ranks)), log
+    spent = {int(k): v for k, v in json.loads(found[late]["spent_ms"]).items()}
+    (run_dir,) = {Path(p).parent for row in found.values() for p in row["paths"].split(",")}
+    return {"ranks": ranks, "late": late, "steps": steps, "where": where, "dir": run_dir, "spent_ms": spent}
+
+
+def summary_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lightx2v.trace_summary", *args], capture_output=True, text=True,
+                          timeout=120, cwd=cwd, env=subprocess_env())
+
+
+def test_the_late_rank_is_named_in_exactly_its_steps_with_the_others_waits(job):
+    (run,) = summarize_paths([str(job["dir"])])
+    c = run.communication
+    assert [r.rank for r in run.ranks] == list(range(job["ranks"]))
+    assert c is not None and not c.on_gpu and c.ranks == job["ranks"]
+    assert c.collectives == c.complete == 3 * 4 and c.notes == []  # 3 collectives in each of 4 steps
+    named = {s.step: s.late_rank for s in c.steps if s.late_rank is not None}
+    assert named == {f"ProfilerStep#{k}": job["late"] for k in job["steps"]}, [
+        (s.step, s.late_rank, s.late_wait_us) for s in c.steps]
+    for k in job["steps"]:
+        delay = job["spent_ms"][k] * 1000
+        assert delay >= DELAY_MS * 1000
+        step = next(s for s in c.steps if s.step == f"ProfilerStep#{k}")
+        assert step.collective_wait_us == pytest.approx(delay, rel=0.10)
+        for r in step.ranks:
+            if r.rank != job["late"]:
+                assert r.waited_us == pytest.approx(delay, rel=0.10), (k, r)
+        assert step.collective == ("all_to_all" if job["where"] == "a2a" else "all_gather")
+        assert ("ulysses_attention" if job["where"] == "a2a" else "cfg_parallel") in step.site
+        assert step.doing.startswith("aten::") and "comm_late_rank.py" in step.doing_line
+        assert "straggle" in step.doing_line
+    assert run.straggler.rank == job["late"] and run.straggler.criterion == "waits_caused"
+
+
+def test_each_rank_has_its_exposed_communication_per_step(job):
+    (run,) = summarize_paths([str(job["dir"])])
+    for r in run.ranks:
+        comm = r.communication
+        assert comm is not None and not comm.on_gpu and comm.kinds == {"all_to_all": 8, "all_gather": 4}
+        assert [s.calls for s in comm.steps] == [3, 3, 3, 3]
+        for s in comm.steps:
+            assert 0 < s.exposed_us <= s.comm_us <= s.wall_us
+            assert s.compute_us + s.exposed_us <= s.wall_us + 1  # a CPU rank: compute or waiting in collectives
+    top = {t.kind: t for t in run.communication.top}
+    n = job["ranks"]
+    assert top["all_to_all"].bytes == 4 * 64 * 2 * n * 16  # its slice of the sequence, all heads: float32
+    assert top["all_gather"].bytes == 4 * 64 * (2 * n * 16) * n  # each rank's branch, times the ranks
+    assert top["all_to_all"].busbw_gbps == pytest.approx(top["all_to_all"].algbw_gbps * (n - 1) / n)
+
+
+def test_the_cli_says_it_in_text_and_json(job):
+    late = job["late"]
+    proc = summary_cli(str(job["dir"]), cwd=job["dir"])
+    assert proc.returncode == 0, proc.stderr
+    assert f"straggler: rank {late} (rank{late}_" in proc.stdout and "the others waited" in proc.stdout
+    assert f"Communication across {job['ranks']} ranks (gloo on CPU" in proc.stdout
+    assert f"rank {late} " in proc.stdout and "before it: aten::" in proc.stdout
+    proc = summary_cli(str(job["dir"]), "--json", cwd=job["dir"])
+    (doc,) = json.loads(proc.stdout)["runs"]
+    assert [s["late_rank"] for s in doc["communication"]["steps"]] == [
+        late if k in job["steps"] else None for k in (1, 2, 3, 4)]
+    assert doc["straggler"]["criterion"] == "waits_caused" and doc["straggler"]["rank"] == late
+
+
+def test_a_missing_or_cut_rank_file_is_said_and_the_rest_kept(job, tmp_path):
+    missing, cut = tmp_path / "missing", tmp_path / "cut"
+    shutil.copytree(job["dir"], missing)
+    shutil.copytree(job["dir"], cut)
+    last = job["ranks"] - 1
+    (gone,) = missing.glob(f"rank{last}_*.pt.trace.json")
+    gone.unlink()
+    (run,) = summarize_paths([str(missing)])
+    assert [r.rank for r in run.ranks] == list(range(last))
+    if last > 1:
+        assert run.communication.notes[0].startswith(f"rank {last} of {job['ranks']}: no trace in this run")
+        assert run.communication.complete == 0  # gloo records no group: any collective may need the missing rank
+    assert all(r.communication is not None for r in run.ranks)
+    (damaged,) = cut.glob(f"rank{last}_*.pt.trace.json")
+    damaged.write_bytes(damaged.read_bytes()[: damaged.stat().st_size // 2])
+    (run,) = [summarize_run(r, keep_going=True) for r in resolve([str(cut)])]
+    assert [d.file for d in run.damaged_files] == [str(damaged)]
+    if last > 1:
+        assert f"1 damaged file ({damaged})" in run.communication.notes[0]
+
+
+def test_ranks_of_another_run_are_said(job, tmp_path):
+    if job["ranks"] != 4:
+        pytest.skip("one mix is enough: the 4-rank job's ranks beside a file of another world size")
+    mixed = tmp_path / "mixed"
+    shutil.copytree(job["dir"], mixed)
+    (rank0,) = mixed.glob("rank0_*.pt.trace.json")
+    doc = json.loads(rank0.read_text())
+    doc["distributedInfo"]["world_size"] = 8
+    rank0.write_text(json.dumps(doc))
+    (run,) = summarize_paths([str(mixed)])
+    assert run.communication.notes[0] == ("rank 0: world size 8, the others' 4: another run's file? its collectives "
+                                          "are not matched")
+    assert run.communication.ranks == 3 and len(run.ranks) == 4

@@ -101,6 +101,11 @@ def test_the_cli_says_it_in_text_and_json(job):
     assert [s["late_rank"] for s in doc["communication"]["steps"]] == [
         late if k in job["steps"] else None for k in (1, 2, 3, 4)]
     assert doc["straggler"]["criterion"] == "waits_caused" and doc["straggler"]["rank"] == late
+    proc = summary_cli("--diff", str(job["dir"]), str(job["dir"]), cwd=job["dir"])
+    assert proc.returncode == 0, proc.stderr
+    assert "communication: exposed " in proc.stdout and "(+0.0%, within noise); waits " in proc.stdout
+    named = f"rank {late} in 2 of 4 steps"
+    assert f"late rank: {named} -> {named}" in proc.stdout
 
 
 def test_a_missing_or_cut_rank_file_is_said_and_the_rest_kept(job, tmp_path):

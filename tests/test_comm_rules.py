@@ -234,3 +234,34 @@ def test_gloo_calls_are_the_callers_op_and_the_backends_work(tmp_path):
     assert [s.late_rank for s in run.communication.steps] == [None, 1, None]
     assert run.communication.steps[1].late_wait_us == pytest.approx(5_000)
     assert run.communication.top[0].link == ""  # no link peak on a CPU
+
+
+def five_steps(delay: float) -> list[Rank]:
+    """Two ranks, five steps, one all-reduce each; rank 1 ``delay`` late in every step."""
+    steps = [(k * 10_000, (k + 1) * 10_000) for k in range(5)]
+    ranks = []
+    for r in (0, 1):
+        colls = [Coll("all_reduce", call=lo + 3_900 + (delay if r == 1 else 0), arrival=lo + 4_000 + (
+            delay if r == 1 else 0), end=lo + 5_000 + delay, seq=k) for k, (lo, _) in enumerate(steps)]
+        ranks.append(Rank(rank=r, world=2, steps=steps, colls=colls))
+    return ranks
+
+
+def test_diff_says_exposed_communication_and_waits_before_and_after_with_the_noise_verdict(tmp_path):
+    from lightx2v.trace_summary import compare_runs, diff_to_json, render_diff
+
+    base = summarize(write_run(tmp_path, five_steps(3_000), name="base"))
+    new = summarize(write_run(tmp_path, five_steps(0), name="new"))
+    d = compare_runs(base, new)
+    c = d.communication
+    assert c.base_exposed_us == pytest.approx((4_000 + 1_000) / 2)  # rank 0: 3 ms waiting + 1 ms; rank 1: 1 ms
+    assert c.new_exposed_us == pytest.approx(1_000)
+    assert (c.base_waited_us, c.new_waited_us) == (pytest.approx(1_500), 0.0)
+    assert c.exposed_noise.verdict == c.waited_noise.verdict == "beyond noise"
+    assert (c.base_late, c.new_late) == ("rank 1 in 5 of 5 steps", "none")
+    assert c.line == ("communication: exposed 2.500 -> 1.000 ms per step (-60.0%, beyond noise); waits 1.500 -> "
+                      "0.000 ms per step (-100.0%, beyond noise); late rank: rank 1 in 5 of 5 steps -> none")
+    assert c.line in render_diff(d)
+    assert diff_to_json(d)["communication"]["base_late"] == "rank 1 in 5 of 5 steps"
+    same = compare_runs(base, base).communication
+    assert same.exposed_noise.verdict == same.waited_noise.verdict == "within noise"

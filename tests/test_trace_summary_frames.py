@@ -300,7 +300,7 @@ def test_the_diff_names_the_changed_function_first(tmp_path, capsys):
     table = text.split("Where in your code: frames whose", 1)[1].splitlines()
     assert table[2].endswith("  two_functions.py:29 mlp") and " real  " in table[2]
     doc = diff_to_json(d)
-    assert doc["schema"] == "lightx2v.trace_summary.diff/4"
+    assert doc["schema"] == "lightx2v.trace_summary.diff/5"
     assert doc["ranks"][0]["frames"]["frames"][0]["frame"] == "two_functions.py(29): mlp"
 
 

@@ -49,10 +49,10 @@ def rank_comm_lines(c: RankComm | None) -> list[str]:
     if c is None:
         return []
     how = ("communication kernels against compute kernels (HTA's definition)" if c.on_gpu
-           else "collectives' walls on the calling thread against other ops (CPU-only trace)")
+           else "the collectives' walls on the calling thread against the other ops (a CPU-only trace)")
     kinds = ", ".join(f"{k} x{n}" for k, n in sorted(c.kinds.items(), key=lambda kv: -kv[1]))
-    lines = ["", f"Communication ({how}): {c.calls} collective{'s' if c.calls != 1 else ''}"
-                 + (f" ({kinds})" if kinds else ""),
+    lines = ["", f"Communication: {c.calls} collective{'s' if c.calls != 1 else ''}"
+                 + (f" ({kinds})" if kinds else "") + f"; {how}",
              f"  whole trace: {_ms(c.comm_us)} ms, exposed {_ms(c.exposed_us)} ms, overlapped by compute "
              f"{_pct(c.overlap_pct)}%"]
     if c.steps:

@@ -142,3 +142,20 @@ def test_ranks_of_another_run_are_said(job, tmp_path):
     assert run.communication.notes[0] == ("rank 0: world size 8, the others' 4: another run's file? its collectives "
                                           "are not matched")
     assert run.communication.ranks == 3 and len(run.ranks) == 4
+
+
+def test_the_overview_shows_each_ranks_exposed_communication_and_the_late_rank(job):
+    from lightx2v.trace_browser import offline
+
+    from helpers.html_tree import parse
+
+    run_dir = job["dir"]
+    page = offline.overview_page(str(run_dir.parent), f"{run_dir.name}/")
+    html = page.body.decode()
+    (section,) = [e for e in parse(html).elements() if e.tag == "section" and e.id == "communication"]
+    bars = [e for e in section.elements() if e.tag == "svg"]
+    assert len(bars) == 4 * job["ranks"]  # a bar per step and rank
+    late = [e.text() for e in section.elements() if e.tag == "p" and "late" in e.classes]
+    assert [t.split(":")[0] for t in late] == [f"ProfilerStep#{k}" for k in job["steps"]]
+    assert all(f"for rank {job['late']}, " in t and "straggle" in t for t in late)
+    assert f"Straggler: rank {job['late']} (rank{job['late']}_" in html

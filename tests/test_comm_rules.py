@@ -8,44 +8,12 @@ import json
 
 import pytest
 
-from lightx2v.trace_summary import summarize_paths, to_json
+from lightx2v.trace_summary import to_json
 from lightx2v.trace_summary.bandwidth import bus_factor, could_win, link_for, message_bytes
 from lightx2v.trace_summary.comm import is_comm_kernel, is_comm_name, kind_of
 from lightx2v.trace_summary.render import render_run
 
-from helpers.comm_trace import Coll, Rank, rank_trace
-from helpers.summary import write_json
-
-STEPS = [(0, 10_000), (10_000, 20_000), (20_000, 30_000)]
-
-
-def late_in_step_2(seq: bool = True, delay: float = 5_000.0) -> list[Rank]:
-    """Two ranks, one all-reduce per step at +4 ms; rank 1 arrives ``delay`` late in step 2; all leave together
-    (a 1 ms transfer after the last arrival). Compute kernels cover the first half of each all-reduce on rank 0."""
-    ranks = []
-    for r in (0, 1):
-        colls = []
-        for k, (lo, _) in enumerate(STEPS):
-            arrive = lo + 4_000 + (delay if r == 1 and k == 1 else 0.0)
-            last = lo + 4_000 + (delay if k == 1 else 0.0)
-            colls.append(Coll("all_reduce", call=arrive - 100, arrival=arrive, end=last + 1_000,
-                              seq=k if seq else None))
-        compute = [(lo + 3_000, lo + 4_500) for lo, _ in STEPS] if r == 0 else []
-        ranks.append(Rank(rank=r, world=2, steps=STEPS, colls=colls, compute=compute))
-    return ranks
-
-
-def write_run(tmp_path, ranks: list[Rank], schema: str = "nccl", name: str = "run"):
-    folder = tmp_path / name
-    folder.mkdir()
-    for r in ranks:
-        write_json(folder / f"rank{r.rank}_host.pt.trace.json", rank_trace(r, schema))
-    return folder
-
-
-def summarize(folder):
-    (run,) = summarize_paths([str(folder)])
-    return run
+from helpers.comm_trace import STEPS, Coll, Rank, late_in_step_2, summarize, write_run
 
 
 @pytest.mark.parametrize("name, kind", [

@@ -29,7 +29,7 @@ from .model import RankStepWaits, RankSummary, StepWaits, Straggler, WaitPair
 from .ratios import percent
 
 LATE_MIN_US = 1000.0
-LATE_SHARE = 0.10
+LATE_SHARE = 0.25
 
 
 @dataclass

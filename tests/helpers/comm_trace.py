@@ -11,8 +11,12 @@ Times are µs from the rank's T0 (helpers.summary.T0 plus ``clock``: a rank whos
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from helpers.summary import CPU_PID, GPU_PID, STREAM, T0
+from lightx2v.trace_summary import summarize_paths
+from lightx2v.trace_summary.model import RunSummary
+
+from helpers.summary import CPU_PID, GPU_PID, STREAM, T0, write_json
 
 C10D = {"all_reduce": "c10d::allreduce_", "all_to_all": "c10d::alltoall_base_", "all_gather": "c10d::allgather_",
         "barrier": "c10d::barrier"}
@@ -92,3 +96,36 @@ def rank_trace(r: Rank, schema: str) -> dict:
         doc["deviceProperties"] = [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85520809984,
                                     "computeMajor": 9, "computeMinor": 0}]
     return doc
+
+
+STEPS = [(0, 10_000), (10_000, 20_000), (20_000, 30_000)]
+
+
+def late_in_step_2(seq: bool = True, delay: float = 5_000.0) -> list[Rank]:
+    """Two ranks, one all-reduce per step at +4 ms; rank 1 arrives ``delay`` late in step 2; all leave together
+    (a 1 ms transfer after the last arrival). Compute kernels cover the first half of each all-reduce on rank 0."""
+    ranks = []
+    for r in (0, 1):
+        colls = []
+        for k, (lo, _) in enumerate(STEPS):
+            arrive = lo + 4_000 + (delay if r == 1 and k == 1 else 0.0)
+            last = lo + 4_000 + (delay if k == 1 else 0.0)
+            colls.append(Coll("all_reduce", call=arrive - 100, arrival=arrive, end=last + 1_000,
+                              seq=k if seq else None))
+        compute = [(lo + 3_000, lo + 4_500) for lo, _ in STEPS] if r == 0 else []
+        ranks.append(Rank(rank=r, world=2, steps=STEPS, colls=colls, compute=compute))
+    return ranks
+
+
+def write_run(tmp_path: Path, ranks: list[Rank], schema: str = "nccl", name: str = "run") -> Path:
+    """The ranks' traces in ``tmp_path/name``, one file per rank."""
+    folder = tmp_path / name
+    folder.mkdir()
+    for r in ranks:
+        write_json(folder / f"rank{r.rank}_host.pt.trace.json", rank_trace(r, schema))
+    return folder
+
+
+def summarize(folder: Path) -> RunSummary:
+    (run,) = summarize_paths([str(folder)])
+    return run

@@ -233,3 +233,61 @@ def test_diff_says_exposed_communication_and_waits_before_and_after_with_the_noi
     assert diff_to_json(d)["communication"]["base_late"] == "rank 1 in 5 of 5 steps"
     same = compare_runs(base, base).communication
     assert same.exposed_noise.verdict == same.waited_noise.verdict == "within noise"
+
+
+def mesh_2x2(late_before: str) -> list[Rank]:
+    """Four gloo ranks on LightX2V's 2 x 2 mesh (seq groups [0, 1], [2, 3]; CFG pairs [0, 2], [1, 3]), simulated:
+    per step an all-to-all in the seq group, an all-gather in the CFG pair, an all-reduce over the world; each
+    ends 0.5 ms after its own group's last arrival, then 1.5 ms of compute. In step 2 rank 2 is 4 ms late before
+    its ``late_before`` collective ("a2a", "gather" or "world")."""
+    groups = {r: {"default_pg": [0, 1, 2, 3], "mesh_seq_p": [r // 2 * 2, r // 2 * 2 + 1],
+                  "mesh_cfg_p": [r % 2, r % 2 + 2]} for r in range(4)}
+    colls: dict[int, list[Coll]] = {r: [] for r in range(4)}
+    for k, (lo, _) in enumerate(STEPS):
+        ready = {r: lo + 1_000.0 for r in range(4)}
+        for thread, (kind, where, desc) in enumerate((("all_to_all", "a2a", "mesh_seq_p"),
+                                                      ("all_gather", "gather", "mesh_cfg_p"),
+                                                      ("all_reduce", "world", "default_pg"))):
+            if k == 1 and late_before == where:
+                ready[2] += 4_000
+            end = {r: max(ready[m] for m in groups[r][desc]) + 500 for r in range(4)}
+            for r in range(4):  # each group's work on its own backend thread
+                colls[r].append(Coll(kind, call=ready[r] - 50, arrival=ready[r], end=end[r], thread=100 + thread))
+            ready = {r: end[r] + 1_500 for r in range(4)}
+    return [Rank(rank=r, world=4, steps=STEPS, colls=colls[r], groups=groups[r]) for r in range(4)]
+
+
+def test_gloo_subgroups_are_told_apart_by_the_groups_each_rank_is_in(tmp_path):
+    run = summarize(write_run(tmp_path, mesh_2x2("a2a"), schema="gloo"))
+    c = run.communication
+    assert c.notes == [] and c.complete == c.collectives
+    calls = run.ranks[0].tables.collectives
+    # the all-reduce finds its ranks in lock-step at every step: no time tells its group (the finer split's taken)
+    assert [k.group for k in calls[:2]] == ["mesh_seq_p [0, 1]", "mesh_cfg_p [0, 2]"]
+    assert [s.late_rank for s in c.steps] == [None, 2, None]
+    step = c.steps[1]
+    assert (step.collective, step.collective_wait_us) == ("all_to_all", pytest.approx(4_000))
+    waited = {r.rank: r.waited_us for r in step.ranks}
+    # rank 3 waited for rank 2 in their all-to-all, rank 0 for rank 2 in their all-gather, rank 1 for rank 3 (late
+    # since it waited) in theirs; nobody at the all-reduce: all arrived equally late
+    assert waited == {0: pytest.approx(4_000), 1: pytest.approx(4_000), 2: 0.0, 3: pytest.approx(4_000)}
+    pairs = {(p.waiter, p.late): round(p.wait_us * 3) for p in c.pairs}
+    assert pairs == {(3, 2): 4_000, (0, 2): 4_000, (1, 3): 4_000}
+
+
+def test_a_world_collective_of_gloo_stays_one_group(tmp_path):
+    run = summarize(write_run(tmp_path, mesh_2x2("world"), schema="gloo"))
+    step = run.communication.steps[1]
+    assert run.ranks[0].tables.collectives[2].group == "default_pg"
+    assert (step.late_rank, step.collective) == (2, "all_reduce")
+    assert {r.rank: round(r.waited_us) for r in step.ranks} == {0: 4_000, 1: 4_000, 2: 0, 3: 4_000}
+
+
+def test_without_the_groups_gloo_calls_are_one_group(tmp_path):
+    ranks = mesh_2x2("a2a")
+    for r in ranks:
+        r.groups = {}
+    run = summarize(write_run(tmp_path, ranks, schema="gloo"))
+    assert {k.group for k in run.ranks[0].tables.collectives} == {""}
+    step = run.communication.steps[1]  # matched as one group of four: rank 0 seems to wait for rank 2 at once
+    assert step.late_rank == 2 and step.ranks[0].waited_us > 4_000

@@ -21,7 +21,7 @@ from .attribution import group_keys, launches
 from .collect import SKIP_HEAD, SKIP_HEAD_FRAMES, Collected, malformed_field
 from .comm import is_comm_name, rank_collectives
 from .cpu_ops import cpu_op_stats
-from .devices import devices, rank_and_world, versions
+from .devices import devices, process_groups, rank_and_world, versions
 from .efficiency import TARGET_PCT, efficiency
 from .exposed import rank_comm
 from .flops import MODELED
@@ -124,7 +124,8 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
         skipped_events=[SkippedEvents(field=field, problem=problem, count=count, example=example, dropped=dropped)
                         for (field, problem, dropped), (count, example) in c.malformed.items()],
         tables=RankTables(kernels=gpu.kernels, cpu_ops=cpu_ops, launches=launches(c, group),
-                          series=step_series(c, found, tree, group), frames=frames, collectives=collectives),
+                          series=step_series(c, found, tree, group), frames=frames, collectives=collectives,
+                          process_groups=process_groups(meta) if collectives else {}),
         memory=memory_section,
         launch_links=chain.links if has_gpu else None,
         efficiency=efficiency(c, chain, found, device_list, peak, target_pct, top) if with_efficiency else None,

@@ -23,7 +23,11 @@ work (the caller blocks in it); a NCCL call whose kernel the capture lacks only 
 Across ranks a call is matched by process group and sequence number (``Seq``), where every call of the group on
 every rank has one; otherwise by order within its group and step: the k-th call of group G in ``ProfilerStep#N``
 on each rank (the steps of a job's ranks carry the same numbers; a capture that starts one collective late on a
-rank shifts nothing past its first step). Point-to-point calls (send/recv) are not matched. What cannot be
+rank shifts nothing past its first step). Point-to-point calls (send/recv) are not matched. A gloo trace names no
+group, but its ``distributedInfo.pg_config`` lists the groups each rank is in: where they split the ranks (a
+DeviceMesh's ``mesh_seq_p`` and ``mesh_cfg_p``), the calls at one place of the step on every rank (one line of the
+program) are split into the groups of the split whose groups end together right after their own last arrival, over
+all the steps (``_split_by_group``). What cannot be
 matched is said in one line each (``Matching.notes``): a rank whose trace is missing or damaged, files of another
 run, calls without peers (a rank that hung or stopped capturing early), sequence numbers that restart.
 """
@@ -111,6 +115,7 @@ def rank_collectives(c: Collected, chain: LaunchChain, tree: OpTree, steps: Step
     _attach_kernels(c, chain, calls)
     gpu_names = list(c.gpu_names)
     labels = Enclosing(c.lab_thread, c.lab_ts, c.lab_dur) if len(c.lab_ts) else None
+    marks = _LabelStarts(c, label_names)
     base = c.base or 0.0
     step_starts = [lo for lo, _ in steps.cpu_spans]
     out: list[CollectiveCall] = []
@@ -148,10 +153,12 @@ def rank_collectives(c: Collected, chain: LaunchChain, tree: OpTree, steps: Step
             in_nelems=_first(sources, _in_nelems), out_nelems=_int(args.get("Out msg nelems")),
             on_gpu=bool(call.kernels), timed=bool(call.kernels) or _gloo(c, call, label_names), device=device,
             call_us=call.lo + base if host else None, arrival_us=lo + base, end_us=hi + base, comm_us=comm,
-            step=step, site=site)
+            step=step, site=site, backend_thread=c.lab_thread[call.work] if call.work != NONE else -1)
         if host:
             since = max(last_end.get(call.thread, -math.inf), step_starts[k] if k >= 0 else -math.inf)
             _before(c, chain, tree, call, since, record, op_names, where)
+            if record.before_us < (call.lo - since) / 2:  # the ops do not explain the time: a label might (a sleep)
+                _before_label(c, marks, call, since, record, label_names, where)
             last_end[call.thread] = max(call.hi, hi if not call.kernels else call.hi)
         out.append(record)
     return out
@@ -331,6 +338,42 @@ def _before(c: Collected, chain: LaunchChain, tree: OpTree, call: _Call, since: 
         record.before_line = where(call.thread, c.op_ts[i], c.op_ts[i] + c.op_dur[i])
 
 
+class _LabelStarts:
+    """Per thread, the record_function labels (not steps, not collectives' own) in start order, built at the first
+    lookup: the labels that start inside a window."""
+
+    def __init__(self, c: Collected, label_names: list[str]) -> None:
+        self.c, self.label_names = c, label_names
+        self.threads: dict[int, tuple[list[float], list[int]]] | None = None
+
+    def inside(self, thread: int, lo: float, hi: float) -> list[int]:
+        if self.threads is None:
+            c, names = self.c, self.label_names
+            by_thread: dict[int, list[int]] = defaultdict(list)
+            for j in sorted(range(len(c.lab_ts)), key=c.lab_ts.__getitem__):
+                if not names[c.lab_name[j]].startswith(LABEL_PREFIXES + ("ProfilerStep#",)):
+                    by_thread[c.lab_thread[j]].append(j)
+            self.threads = {t: ([c.lab_ts[j] for j in js], js) for t, js in by_thread.items()}
+        starts, idx = self.threads.get(thread, ([], []))
+        return idx[bisect_right(starts, lo) - 1 if starts and lo in starts else bisect_right(starts, lo):
+                   bisect_right(starts, hi)]
+
+
+def _before_label(c: Collected, marks: _LabelStarts, call: _Call, since: float, record: CollectiveCall,
+                  label_names: list[str], where: Callable[[int, float, float], str] | None) -> None:
+    """The innermost label that holds more than half the window before the call, and more than the ops did (a rank
+    that slept or waited outside any op, inside ``record_function("late_rank_delay")``)."""
+    best, best_us = NONE, 0.0
+    for j in marks.inside(call.thread, since, call.lo):  # the innermost of those that hold half the window
+        us = min(c.lab_ts[j] + c.lab_dur[j], call.lo) - c.lab_ts[j]
+        if us > max(record.before_us, (call.lo - since) / 2) and (best == NONE or c.lab_dur[j] < c.lab_dur[best]):
+            best, best_us = j, us
+    if best != NONE:
+        lo = c.lab_ts[best]
+        record.before_op, record.before_us = label_names[c.lab_name[best]], best_us
+        record.before_line = where(call.thread, lo, lo + c.lab_dur[best]) if where is not None else ""
+
+
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
@@ -476,6 +519,9 @@ def match_run(ranks: list[RankSummary], damaged: Iterable[str] = ()) -> Matching
         instances.append(Instance(kind=kinds[key].most_common(1)[0][0], group=first.group, key=key,
                                   step=steps.most_common(1)[0][0], calls=calls, expected=expected,
                                   complete=complete))
+    partitions = _partitions(ranks, positions)
+    if len(partitions) > 1 and any(not inst.group for inst in instances):
+        instances = _split_by_group(instances, partitions, ranks, positions, missing)
     instances.sort(key=lambda inst: min(k.arrival_us for k in inst.calls.values()))
     for p, count in sorted(unmatched.items()):
         notes.append(f"{rank_label(ranks[p], p)}: {count} collective{'s' if count != 1 else ''} without a peer "
@@ -568,3 +614,109 @@ def _missing_ranks(ranks: list[RankSummary], positions: list[int], present: list
     notes.append(f"rank{'s' if len(missing) != 1 else ''} {shown} of {world}: no trace in this run{why}; "
                  "collectives they (may) take part in are incomplete: no waits for them")
     return missing
+
+
+# -- gloo's sub-groups -------------------------------------------------------------------------------------------
+
+Partition = list[frozenset[int]]  # a way the run's ranks split into groups: one process-group description's groups
+
+
+def _partitions(ranks: list[RankSummary], positions: list[int]) -> dict[str, Partition]:
+    """The ways the ranks split by their process groups (``distributedInfo.pg_config``: a description every rank
+    has, "mesh_seq_p", with each rank's group of it), the world among them: a gloo trace does not say which group
+    a collective was on, only which groups each rank is in."""
+    groups_of: dict[int, dict[str, list[int]]] = {}
+    for p in positions:
+        r, tables = ranks[p].rank, ranks[p].tables
+        if r is None or tables is None or not tables.process_groups:
+            return {}
+        groups_of[r] = tables.process_groups
+    found: dict[str, Partition] = {}
+    for desc in sorted(set.intersection(*(set(g) for g in groups_of.values()))):
+        part = {frozenset(g[desc]) for g in groups_of.values()}
+        members = [r for g in part for r in g]
+        # a partition: disjoint groups, each rank in the one it names
+        if len(members) == len(set(members)) and all(r in g[desc] for r, g in groups_of.items()):
+            found[desc] = sorted(part, key=min)
+    if not any(len(part) == 1 for part in found.values()):
+        found["(world)"] = [frozenset(groups_of)]
+    return found
+
+
+def _split_by_group(instances: list[Instance], partitions: dict[str, Partition], ranks: list[RankSummary],
+                    positions: list[int], missing: list[int]) -> list[Instance]:
+    """Each collective matched by its place in the step on every rank (the same line of the same program), split
+    into the groups of the partition that fits its times best at that place over all steps: the one whose groups
+    each end together, right after their own last arrival. Score of a group: its ends' spread plus how long after
+    its last arrival its first end comes (a group split too fine waited for ranks outside it; one too coarse holds
+    groups that ended apart); of a split, its groups' mean. Places whose work ran on the same backend threads take
+    one split together (``_same_threads``). Ties (ranks in lock-step at every step) go to the finer split: their
+    waits are alike."""
+    position = {ranks[p].rank: p for p in positions}
+    score: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))  # place -> partition -> score
+    for inst in instances:
+        if inst.group or len(inst.key) != 3:
+            continue
+        for desc, part in partitions.items():
+            score[inst.key[2]][desc] += sum(_fit(inst, [position[r] for r in g if r in position])
+                                            for g in part) / len(part)
+    chosen: dict[int, str] = {}
+    for places in _same_threads(instances):  # places whose work ran on one group's threads: one group
+        total = {desc: sum(score[place][desc] for place in places) for desc in partitions}
+        desc = min(total, key=lambda d: (total[d], len(partitions[d]) == 1, d))
+        chosen.update(dict.fromkeys(places, desc))
+    out = []
+    for inst in instances:
+        desc = chosen.get(inst.key[2], "") if not inst.group and len(inst.key) == 3 else ""
+        if not desc:
+            out.append(inst)
+            continue
+        for g in partitions[desc]:
+            calls = {position[r]: inst.calls[position[r]] for r in g if r in position and position[r] in inst.calls}
+            if not calls:
+                continue
+            name = desc if len(partitions[desc]) == 1 else f"{desc} {sorted(g)}"
+            for call in calls.values():
+                call.group = name
+            absent = any(r not in position for r in g) or bool(missing and desc == "(world)")
+            expected = [position[r] for r in g if r in position]
+            out.append(Instance(kind=inst.kind, group=name, key=(name, *inst.key[1:]), step=inst.step, calls=calls,
+                                expected=expected,
+                                complete=(len(calls) > 1 and all(p in calls for p in expected) and not absent
+                                          and all(k.timed for k in calls.values()))))
+    return out
+
+
+def _same_threads(instances: list[Instance]) -> list[list[int]]:
+    """The places in the step (unsplit instances' ordinals) grouped by the backend threads their work ran on, on any
+    rank: gloo runs each group's work on the group's own threads, so places that share a thread share a group."""
+    parent: dict[int, int] = {}
+
+    def root(x: int) -> int:
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    owner: dict[tuple[int, int], int] = {}  # (position, thread) -> a place that ran there
+    for inst in instances:
+        if inst.group or len(inst.key) != 3:
+            continue
+        place = inst.key[2]
+        root(place)
+        for p, call in inst.calls.items():
+            if call.backend_thread != -1:
+                other = owner.setdefault((p, call.backend_thread), place)
+                parent[root(place)] = root(other)
+    clusters: dict[int, list[int]] = defaultdict(list)
+    for place in list(parent):
+        clusters[root(place)].append(place)
+    return list(clusters.values())
+
+
+def _fit(inst: Instance, members: list[int]) -> float:
+    calls = [inst.calls[p] for p in members if p in inst.calls]
+    if len(calls) < 2:
+        return 0.0
+    ends = [k.end_us for k in calls]
+    last = max(k.arrival_us for k in calls)
+    return max(ends) - min(ends) + max(0.0, min(ends) - last)

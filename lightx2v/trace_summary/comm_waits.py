@@ -11,12 +11,13 @@ the others waited for; a rank's wait is the last arrival less its own, its trans
 collective (its end less the last arrival). A collective missing on some rank (``Instance.complete`` False) has no
 waits. Broadcast and reduce wait for their root only: counted the same way, their waits are an upper bound.
 
-In a step, the late rank is the one whose late arrivals made the others wait the most (their mean wait, summed
-over the step's collectives); it is named when that is at least LATE_MIN_US and LATE_SHARE of the run's median step
-wall time: below that the ranks are in step (the jitter of a step is relative to how long a step usually takes,
-and a rank that left the previous collective late, having still its transfer to finish, arrives late at the next).
-The run's straggler is the rank named late in the most steps: by the waits it caused, not by its wall time (with
-collectives every rank's step lasts as long as the slowest's).
+In a step, the late rank is the one whose late arrivals made the others wait the most (their mean wait, summed over
+the step's collectives; the collective, its site and what the rank did before are those of the first collective
+where it made them wait at least half its worst: where its lateness began); it is named when that is at least
+LATE_MIN_US and LATE_SHARE of the run's median step wall time: below that the ranks are in step (the jitter of a
+step is relative to how long a step usually takes, and a rank that left the previous collective late, having still
+its transfer to finish, arrives late at the next). The run's straggler is the rank named late in the most steps: by
+the waits it caused, not by its wall time (with collectives every rank's step lasts as long as the slowest's).
 """
 
 from __future__ import annotations
@@ -73,13 +74,10 @@ def step_waits(ranks: list[RankSummary], positions: list[int], waited: list[Wait
         wait: dict[int, float] = defaultdict(float)
         transfer: dict[int, float] = defaultdict(float)
         caused: dict[int, float] = defaultdict(float)
-        worst: dict[int, Waited] = {}
+        caused_at: dict[int, list[Waited]] = defaultdict(list)
         for w in here:
-            others = [d for p, d in w.wait.items() if p != w.last]
-            mean = sum(others) / len(others) if others else 0.0
-            caused[w.last] += mean
-            if w.last not in worst or mean > _mean_wait(worst[w.last]):
-                worst[w.last] = w
+            caused[w.last] += _mean_wait(w)
+            caused_at[w.last].append(w)
             for p, d in w.wait.items():
                 wait[p] += d
                 transfer[p] += w.transfer[p]
@@ -98,13 +96,21 @@ def step_waits(ranks: list[RankSummary], positions: list[int], waited: list[Wait
         if caused:
             late = max(caused, key=caused.__getitem__)
             if caused[late] >= floor:
-                w = worst[late]
+                w = _origin(caused_at[late])
                 call = w.instance.calls[late]
                 step.late_rank, step.late_worker, step.late_wait_us = ranks[late].rank, ranks[late].worker, caused[late]
                 step.collective, step.site, step.collective_wait_us = w.instance.kind, call.site, _mean_wait(w)
                 step.doing, step.doing_us, step.doing_line = call.before_op, call.before_us, call.before_line
         out.append(step)
     return out
+
+
+def _origin(waited: list[Waited]) -> Waited:
+    """Where a late rank's lateness in a step began: the first collective at which it made the others wait at
+    least half as long as at its worst (a rank late at one collective is late at the next ones of the step too,
+    and the others' waits there are its first delay carried on)."""
+    worst = max(map(_mean_wait, waited))
+    return min((w for w in waited if _mean_wait(w) >= worst / 2), key=lambda w: w.last_arrival_us)
 
 
 def _mean_wait(w: Waited) -> float:

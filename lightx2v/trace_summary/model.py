@@ -244,6 +244,7 @@ class CollectiveCall:
     before_us: float = 0.0  # ... collective (or its step's start) on its thread, and that op's time there
     before_line: str = ""  # ... and the user's line around that op (with_stack)
     exposed_us: float = 0.0  # of comm_us, not overlapped by compute (``exposed``)
+    backend_thread: int = -1  # gloo: the backend's thread that ran the work (each group has its own); -1: none
 
 
 @dataclass
@@ -258,6 +259,7 @@ class RankTables:
     series: Optional[StepSeries] = None
     frames: Optional[FrameTree] = None  # with_stack traces only
     collectives: list[CollectiveCall] = field(default_factory=list)  # in the order the host called them
+    process_groups: dict[str, list[int]] = field(default_factory=dict)  # the rank's groups (pg_config): desc -> ranks
 
 
 @dataclass

@@ -36,6 +36,7 @@ class Coll:
     group: str = "0"
     nelems: int = 1 << 20
     dtype: str = "Float"
+    thread: int = GLOO_THREAD  # gloo: the backend thread that runs the work (each group has its own)
 
 
 @dataclass
@@ -47,6 +48,7 @@ class Rank:
     clock: float = 0.0
     compute: list[tuple[float, float]] = field(default_factory=list)  # compute kernels (nccl) / ops (gloo)
     ranks: list[int] | None = None  # the group's ranks written in the args (nccl)
+    groups: dict[str, list[int]] = field(default_factory=dict)  # distributedInfo.pg_config: description -> ranks
 
 
 def rank_trace(r: Rank, schema: str) -> dict:
@@ -88,10 +90,13 @@ def rank_trace(r: Rank, schema: str) -> dict:
                        "args": {"device": 0, "stream": STREAM + 1, "correlation": corr}})
         else:
             ev.append({"ph": "X", "cat": "user_annotation", "name": f"gloo:{c.kind}", "pid": CPU_PID,
-                       "tid": GLOO_THREAD, "ts": t + c.arrival, "dur": c.end - c.arrival,
+                       "tid": c.thread, "ts": t + c.arrival, "dur": c.end - c.arrival,
                        "args": {"Input Dims": [[c.nelems]], "Input type": ["float"]}})
-    doc = {"schemaVersion": 1, "distributedInfo": {"backend": schema, "rank": r.rank, "world_size": r.world},
-           "traceEvents": ev}
+    info = {"backend": schema, "rank": r.rank, "world_size": r.world}
+    if r.groups:
+        info["pg_config"] = [{"pg_name": str(i), "pg_desc": desc, "pg_size": len(ranks), "ranks": ranks}
+                             for i, (desc, ranks) in enumerate(r.groups.items())]
+    doc = {"schemaVersion": 1, "distributedInfo": info, "traceEvents": ev}
     if schema == "nccl":
         doc["deviceProperties"] = [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85520809984,
                                     "computeMajor": 9, "computeMinor": 0}]

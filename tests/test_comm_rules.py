@@ -197,7 +197,8 @@ def test_gloo_calls_are_the_callers_op_and_the_backends_work(tmp_path):
     first = run.ranks[0].tables.collectives[0]
     assert (first.kind, first.on_gpu, first.timed, first.group, first.in_nelems, first.dtype) == (
         "all_reduce", False, True, "", 1 << 20, "float")
-    assert first.arrival_us - first.call_us == pytest.approx(100)  # the work began after the call
+    assert first.arrival_us == first.call_us  # it arrives when it calls (its work began 0.1 ms later)
+    assert first.end_us - first.arrival_us == pytest.approx(100 + 1_000)
     assert not run.ranks[0].communication.on_gpu
     assert [s.late_rank for s in run.communication.steps] == [None, 1, None]
     assert run.communication.steps[1].late_wait_us == pytest.approx(5_000)

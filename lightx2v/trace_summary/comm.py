@@ -132,10 +132,9 @@ def rank_collectives(c: Collected, chain: LaunchChain, tree: OpTree, steps: Step
             comm = sum(b - a for a, b in _union((c.g_lo[g], c.g_lo[g] + c.g_dur[g]) for g in call.kernels))
             dev = c.g_dev[call.kernels[0]]
             device = dev if dev != -1 else None
-        else:  # the host's side: gloo's work starts when the backend's thread takes the call up
+        else:  # the host's side: it arrives when it calls, and sits in the call until gloo's work is done
             lo, hi = call.lo, call.hi
             if call.work != NONE:
-                lo = max(lo, c.lab_ts[call.work])
                 hi = max(hi, c.lab_ts[call.work] + c.lab_dur[call.work])
             comm = c.lab_dur[call.work] if call.work != NONE else hi - lo
             device = None

@@ -6,7 +6,7 @@ arrive, the transfer after it, and per step the rank the others waited for, with
     pairs = wait_pairs(ranks, waited, steps)                  # model.WaitPair, most waiting first
 
 On each rank's clock put on the first rank's (``clocks``): a rank arrives at a collective when its side begins
-(``CollectiveCall.arrival_us``: the NCCL kernel's start, gloo's work's start); the last rank to arrive is the one
+(``CollectiveCall.arrival_us``: the NCCL kernel's start, the gloo call); the last rank to arrive is the one
 the others waited for; a rank's wait is the last arrival less its own, its transfer the rest of its time in the
 collective (its end less the last arrival). A collective missing on some rank (``Instance.complete`` False) has no
 waits. Broadcast and reduce wait for their root only: counted the same way, their waits are an upper bound.

@@ -218,9 +218,10 @@ class CollectiveCall:
     """One call of a collective on one rank (``comm``), whichever schema the trace writes it in; not in ``--json``.
 
     Times are trace timestamps (µs). ``arrival_us``/``end_us`` are the GPU kernel's on a GPU trace (a NCCL kernel
-    starts when its stream reaches it and ends when the peers are done), else the host's: when its work began (gloo:
-    the ``gloo:*`` annotation on the backend's thread, which takes the call up; else the call) and ended (the
-    caller blocks until then).
+    starts when its stream reaches it and ends when the peers are done), else the host's: the call, and the end of
+    its work (gloo: the ``gloo:*`` annotation on the backend's thread; the caller blocks until then). A backend
+    thread that takes the work up late (a busy CPU) shows as transfer, not as the rank arriving late: the rank's
+    program had reached the collective.
     """
 
     kind: str  # "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "barrier", "send", ...

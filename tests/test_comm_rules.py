@@ -292,3 +292,32 @@ def test_without_the_groups_gloo_calls_are_one_group(tmp_path):
     assert {k.group for k in run.ranks[0].tables.collectives} == {""}
     step = run.communication.steps[1]  # matched as one group of four: rank 0 seems to wait for rank 2 at once
     assert step.late_rank == 2 and step.ranks[0].waited_us > 4_000
+
+
+def test_a_late_rank_that_slept_in_a_label_is_said_by_its_label(tmp_path):
+    ranks = mesh_2x2("a2a")  # rank 2 slept 4 ms in step 2 before its all-to-all: no op, a label around the sleep
+    ranks[2].labels = [("late_rank_delay", 11_000, 15_000)]
+    step = summarize(write_run(tmp_path, ranks, schema="gloo")).communication.steps[1]
+    assert (step.late_rank, step.doing, step.doing_us) == (2, "late_rank_delay", pytest.approx(3_950))  # to the call
+
+
+def test_a_gloo_rank_whose_backend_thread_starts_late_is_not_the_late_rank(tmp_path):
+    ranks = late_in_step_2(seq=False, delay=0.0)
+    ranks[0].colls[0].arrival += 3_000  # rank 0 called on time; its backend thread took the work up 3 ms late
+    run = summarize(write_run(tmp_path, ranks, schema="gloo"))
+    assert [s.late_rank for s in run.communication.steps] == [None, None, None]
+    assert run.ranks[0].tables.collectives[0].arrival_us == run.ranks[0].tables.collectives[0].call_us
+
+
+def test_nccl_calls_whose_kernels_the_capture_lacks_are_not_timed():
+    """HTA's ns_resolution_trace: NCCL all-reduces and broadcasts of a 1-rank job, no kernel: the host only enqueued
+    them, so they give no communication time."""
+    from lightx2v.trace_summary.analyze import analyze_trace
+
+    from conftest import FIXTURES
+
+    r = analyze_trace(str(FIXTURES / "hta" / "ns_resolution_trace" / "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"))
+    calls = r.tables.collectives
+    assert {c.kind for c in calls} == {"all_reduce", "broadcast"} and not any(c.timed for c in calls)
+    assert r.communication is None
+

@@ -49,6 +49,7 @@ class Rank:
     compute: list[tuple[float, float]] = field(default_factory=list)  # compute kernels (nccl) / ops (gloo)
     ranks: list[int] | None = None  # the group's ranks written in the args (nccl)
     groups: dict[str, list[int]] = field(default_factory=dict)  # distributedInfo.pg_config: description -> ranks
+    labels: list[tuple[str, float, float]] = field(default_factory=list)  # record_function labels on the caller
 
 
 def rank_trace(r: Rank, schema: str) -> dict:
@@ -57,6 +58,9 @@ def rank_trace(r: Rank, schema: str) -> dict:
     for i, (lo, hi) in enumerate(r.steps, 1):
         ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": CPU_PID, "tid": CPU_PID,
                    "ts": t + lo, "dur": hi - lo, "args": {}})
+    for name, lo, hi in r.labels:
+        ev.append({"ph": "X", "cat": "user_annotation", "name": name, "pid": CPU_PID, "tid": CPU_PID, "ts": t + lo,
+                   "dur": hi - lo, "args": {}})
     corr = 1000
     for lo, hi in r.compute:
         corr += 1

@@ -29,6 +29,20 @@ def test_one_name_per_collective_from_every_schema(name, kind):
     assert kind_of(name) == kind
 
 
+@pytest.mark.parametrize("name", [
+    "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", "ncclDevKernel_Generic", "sm90_xmma_gemm_bf16",
+    "void cub::DeviceMemcpy::BatchMemcpyKernel<...>", "Memset (Device)", "MemsetKernel", "cudaStreamSync_kernel",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>", "nccl_like_kernel",
+])
+def test_kernel_classes_are_htas(name):
+    from lightx2v.trace_summary.exposed import COMM, COMPUTE, MEMORY, kernel_class
+
+    utils = pytest.importorskip("hta.utils.utils")
+    ours = {COMM: "COMMUNICATION", COMPUTE: "COMPUTATION", MEMORY: "not computation"}[kernel_class(name)]
+    theirs = utils.get_kernel_type(name)
+    assert ours == (theirs if theirs in ("COMMUNICATION", "COMPUTATION") else "not computation")
+
+
 def test_communication_kernels_are_htas_and_the_pass_keeps_the_collectives_args():
     assert is_comm_kernel("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)")
     assert is_comm_kernel("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)")
@@ -236,26 +250,32 @@ def test_diff_says_exposed_communication_and_waits_before_and_after_with_the_noi
     assert same.exposed_noise.verdict == same.waited_noise.verdict == "within noise"
 
 
+MESH_STEPS = [(0, 20_000), (20_000, 40_000), (40_000, 60_000)]
+
+
 def mesh_2x2(late_before: str) -> list[Rank]:
     """Four gloo ranks on LightX2V's 2 x 2 mesh (seq groups [0, 1], [2, 3]; CFG pairs [0, 2], [1, 3]), simulated:
-    per step an all-to-all in the seq group, an all-gather in the CFG pair, an all-reduce over the world; each
-    ends 0.5 ms after its own group's last arrival, then 1.5 ms of compute. In step 2 rank 2 is 4 ms late before
-    its ``late_before`` collective ("a2a", "gather" or "world")."""
+    per step an all-to-all in the seq group, an all-gather in the CFG pair, an all-reduce over the world, and an
+    all-gather in the seq group again (the ranks in lock-step there: only its backend thread, the seq group's, says
+    its group); each ends 0.5 ms after its own group's last arrival, then 1.5 ms of compute. Steps of 20 ms; in step
+    2 rank 2 is 8 ms late before its ``late_before`` collective ("a2a", "gather" or "world")."""
     groups = {r: {"default_pg": [0, 1, 2, 3], "mesh_seq_p": [r // 2 * 2, r // 2 * 2 + 1],
                   "mesh_cfg_p": [r % 2, r % 2 + 2]} for r in range(4)}
     colls: dict[int, list[Coll]] = {r: [] for r in range(4)}
-    for k, (lo, _) in enumerate(STEPS):
+    for k, (lo, _) in enumerate(MESH_STEPS):
         ready = {r: lo + 1_000.0 for r in range(4)}
         for thread, (kind, where, desc) in enumerate((("all_to_all", "a2a", "mesh_seq_p"),
                                                       ("all_gather", "gather", "mesh_cfg_p"),
-                                                      ("all_reduce", "world", "default_pg"))):
+                                                      ("all_reduce", "world", "default_pg"),
+                                                      ("all_gather", "", "mesh_seq_p"))):
+            thread = 0 if desc == "mesh_seq_p" else thread  # a group's work on its own backend thread
             if k == 1 and late_before == where:
-                ready[2] += 4_000
+                ready[2] += 8_000
             end = {r: max(ready[m] for m in groups[r][desc]) + 500 for r in range(4)}
-            for r in range(4):  # each group's work on its own backend thread
+            for r in range(4):
                 colls[r].append(Coll(kind, call=ready[r] - 50, arrival=ready[r], end=end[r], thread=100 + thread))
             ready = {r: end[r] + 1_500 for r in range(4)}
-    return [Rank(rank=r, world=4, steps=STEPS, colls=colls[r], groups=groups[r]) for r in range(4)]
+    return [Rank(rank=r, world=4, steps=MESH_STEPS, colls=colls[r], groups=groups[r]) for r in range(4)]
 
 
 def test_gloo_subgroups_are_told_apart_by_the_groups_each_rank_is_in(tmp_path):
@@ -263,17 +283,19 @@ def test_gloo_subgroups_are_told_apart_by_the_groups_each_rank_is_in(tmp_path):
     c = run.communication
     assert c.notes == [] and c.complete == c.collectives
     calls = run.ranks[0].tables.collectives
-    # the all-reduce finds its ranks in lock-step at every step: no time tells its group (the finer split's taken)
+    # the all-reduce finds its ranks in lock-step at every step: no time tells its group (the finer split's taken);
+    # the last all-gather too, but it ran on the seq group's thread
     assert [k.group for k in calls[:2]] == ["mesh_seq_p [0, 1]", "mesh_cfg_p [0, 2]"]
+    assert calls[3].group == "mesh_seq_p [0, 1]"
     assert [s.late_rank for s in c.steps] == [None, 2, None]
     step = c.steps[1]
-    assert (step.collective, step.collective_wait_us) == ("all_to_all", pytest.approx(4_000))
+    assert (step.collective, step.collective_wait_us) == ("all_to_all", pytest.approx(8_000))
     waited = {r.rank: r.waited_us for r in step.ranks}
     # rank 3 waited for rank 2 in their all-to-all, rank 0 for rank 2 in their all-gather, rank 1 for rank 3 (late
     # since it waited) in theirs; nobody at the all-reduce: all arrived equally late
-    assert waited == {0: pytest.approx(4_000), 1: pytest.approx(4_000), 2: 0.0, 3: pytest.approx(4_000)}
+    assert waited == {0: pytest.approx(8_000), 1: pytest.approx(8_000), 2: 0.0, 3: pytest.approx(8_000)}
     pairs = {(p.waiter, p.late): round(p.wait_us * 3) for p in c.pairs}
-    assert pairs == {(3, 2): 4_000, (0, 2): 4_000, (1, 3): 4_000}
+    assert pairs == {(3, 2): 8_000, (0, 2): 8_000, (1, 3): 8_000}
 
 
 def test_a_world_collective_of_gloo_stays_one_group(tmp_path):
@@ -281,7 +303,7 @@ def test_a_world_collective_of_gloo_stays_one_group(tmp_path):
     step = run.communication.steps[1]
     assert run.ranks[0].tables.collectives[2].group == "default_pg"
     assert (step.late_rank, step.collective) == (2, "all_reduce")
-    assert {r.rank: round(r.waited_us) for r in step.ranks} == {0: 4_000, 1: 4_000, 2: 0, 3: 4_000}
+    assert {r.rank: round(r.waited_us) for r in step.ranks} == {0: 8_000, 1: 8_000, 2: 0, 3: 8_000}
 
 
 def test_without_the_groups_gloo_calls_are_one_group(tmp_path):
@@ -291,14 +313,14 @@ def test_without_the_groups_gloo_calls_are_one_group(tmp_path):
     run = summarize(write_run(tmp_path, ranks, schema="gloo"))
     assert {k.group for k in run.ranks[0].tables.collectives} == {""}
     step = run.communication.steps[1]  # matched as one group of four: rank 0 seems to wait for rank 2 at once
-    assert step.late_rank == 2 and step.ranks[0].waited_us > 4_000
+    assert step.late_rank == 2 and step.ranks[0].waited_us > 8_000
 
 
 def test_a_late_rank_that_slept_in_a_label_is_said_by_its_label(tmp_path):
-    ranks = mesh_2x2("a2a")  # rank 2 slept 4 ms in step 2 before its all-to-all: no op, a label around the sleep
-    ranks[2].labels = [("late_rank_delay", 11_000, 15_000)]
+    ranks = mesh_2x2("a2a")  # rank 2 slept 8 ms in step 2 before its all-to-all: no op, a label around the sleep
+    ranks[2].labels = [("late_rank_delay", 21_000, 29_000)]
     step = summarize(write_run(tmp_path, ranks, schema="gloo")).communication.steps[1]
-    assert (step.late_rank, step.doing, step.doing_us) == (2, "late_rank_delay", pytest.approx(3_950))  # to the call
+    assert (step.late_rank, step.doing, step.doing_us) == (2, "late_rank_delay", pytest.approx(7_950))  # to the call
 
 
 def test_a_gloo_rank_whose_backend_thread_starts_late_is_not_the_late_rank(tmp_path):

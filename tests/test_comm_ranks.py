@@ -159,3 +159,29 @@ def test_the_overview_shows_each_ranks_exposed_communication_and_the_late_rank(j
     assert [t.split(":")[0] for t in late] == [f"ProfilerStep#{k}" for k in job["steps"]]
     assert all(f"for rank {job['late']}, " in t and "straggle" in t for t in late)
     assert f"Straggler: rank {job['late']} (rank{job['late']}_" in html
+
+
+def test_a_late_step_merged_for_perfetto_lines_the_ranks_up(job):
+    """The step's file of every rank on one clock: each collective's ends line up within the reported clock offset
+    and spread, and arrows go from the late rank to each rank that waited for it."""
+    from lightx2v.trace_browser import offline
+
+    run_dir, late, k = job["dir"], job["late"], job["steps"][0]
+    page = offline.merged_page(str(run_dir.parent), f"{run_dir.name}/", f"step=ProfilerStep%23{k}")
+    assert page.status == 200, page.body[:300]
+    events = json.loads(page.body)["traceEvents"]
+    slices: dict[int, list[dict]] = {}
+    for e in sorted((e for e in events if e.get("cat") == "collective" and e["ph"] == "X"), key=lambda e: e["ts"]):
+        slices.setdefault(e["pid"] // 10_000 - 1, []).append(e)
+    assert sorted(slices) == list(range(job["ranks"])) and {len(v) for v in slices.values()} == {3}
+    (run,) = summarize_paths([str(run_dir)])
+    clocks = {x.rank: x for x in run.communication.clocks}
+    for i in range(3):
+        end0 = slices[0][i]["ts"] + slices[0][i]["dur"]
+        for p in range(1, job["ranks"]):
+            end = slices[p][i]["ts"] + slices[p][i]["dur"]
+            allowed = clocks[p].spread_us + (0 if clocks[p].applied else abs(clocks[p].offset_us)) + 1
+            assert abs(end - end0) <= allowed, (i, p, end - end0, clocks[p])
+    arrows = [e for e in events if e.get("ph") == "s" and e.get("cat") == "collective"]
+    late_pid = (late + 1) * 10_000 + 9_999
+    assert sum(1 for e in arrows if e["pid"] == late_pid) >= job["ranks"] - 1

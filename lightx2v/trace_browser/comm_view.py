@@ -10,6 +10,8 @@ under compute, or memory copies alone) left blank.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from lightx2v.trace_summary.model import RunComm, RunSummary, StepWaits
 
 from .html_page import BUSY, IDLE, bar, escape, ms, name_cell, num_cell, pct, table
@@ -19,8 +21,9 @@ MAX_STEPS = 24  # steps shown; longer captures show the first and the last ones
 COMM_STYLE = "tr.late td { background: #fdf1e4; } p.late { margin: .2em 0; }"
 
 
-def comm_section(run: RunSummary) -> str:
-    """The section, "" when no rank has communication."""
+def comm_section(run: RunSummary, merged_url: Callable[[str], str] | None = None) -> str:
+    """The section, "" when no rank has communication; `merged_url(step)` links each step of several ranks to
+    its merged file (every rank on one clock, for Perfetto UI: `merged`)."""
     ranks = [(r, r.communication) for r in run.ranks if r.communication is not None]
     if not ranks:
         return ""
@@ -49,7 +52,8 @@ def comm_section(run: RunSummary) -> str:
             share = 100 * s.exposed_us / s.wall_us if s.wall_us > 0 else None
             rows.append(
                 f"<tr{' class=late' if late else ''}>"
-                + (f"<td rowspan={len(ranks)}>{escape(name)}</td>" if j == 0 else "")
+                + (f"<td rowspan={len(ranks)}>{_step_cell(name, merged_url if c is not None else None)}</td>"
+                   if j == 0 else "")
                 + f"<td>{escape(who)}</td>{num_cell(ms(s.wall_us))}"
                 f"<td>{bar([(s.compute_us, BUSY), (s.exposed_us, EXPOSED), (s.idle_us, IDLE)], longest, label)}</td>"
                 f"{num_cell(ms(s.compute_us))}{num_cell(ms(s.exposed_us))}{num_cell(pct(share))}"
@@ -85,6 +89,14 @@ def _run_lines(c: RunComm) -> str:
                       rows, "collectives")]
     out += [f"<p class=meta>Note: {escape(note)}</p>" for note in c.notes]
     return "\n".join(out)
+
+
+def _step_cell(name: str, merged_url: Callable[[str], str] | None) -> str:
+    if merged_url is None:
+        return escape(name)
+    return (f'{escape(name)}<br><a class=merged href="{escape(merged_url(name))}" '
+            'title="this step of every rank on one clock, the same collective linked: for Perfetto UI">merged '
+            "file</a>")
 
 
 def _who(rank: int | None, worker: str) -> str:

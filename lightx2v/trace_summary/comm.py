@@ -52,8 +52,9 @@ from .steps import Steps
 RECORD_PARAM_COMMS = "record_param_comms"
 OP_PREFIXES = ("c10d::",)
 LABEL_PREFIXES = ("nccl:", "gloo:")
-# NCCL's kernels (RCCL keeps the names): HTA's rule for a communication kernel (hta/utils/utils.py is_comm_kernel)
-_COMM_KERNEL = re.compile(r"^nccl.*Kernel")
+# A communication kernel's name holds one of these (any case): NCCL's ncclKernel_* / ncclDevKernel_*, RCCL's. HTA's
+# rule (hta/utils/utils.py is_comm_kernel: ^nccl.*Kernel) picks the same kernels in every trace of its corpus.
+COMM_MARKERS = ("nccl", "rccl")
 _KERNEL_KIND = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z]+)")
 _DROP_WORDS = frozenset({"", "base", "coalesced", "into", "tensor", "any", "source"})
 KINDS = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
@@ -67,8 +68,9 @@ SYMMETRIC = frozenset({"all_reduce", "all_gather", "reduce_scatter", "all_to_all
 
 
 def is_comm_kernel(name: str) -> bool:
-    """Whether a GPU kernel is a communication kernel (HTA's rule, so that overlap figures agree with it)."""
-    return _COMM_KERNEL.match(name) is not None
+    """Whether a GPU kernel is a communication kernel: the stack's one rule (``kernels``, ``exposed``)."""
+    lower = name.lower()
+    return any(m in lower for m in COMM_MARKERS)
 
 
 def is_comm_name(name: str) -> bool:

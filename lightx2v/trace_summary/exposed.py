@@ -4,11 +4,11 @@
 
 HTA's definition (``get_comm_comp_overlap``, ``get_gpu_kernel_breakdown``), so the figures agree with it:
 
-- on a GPU trace, communication is the union of the communication kernels (``comm.is_comm_kernel``: NCCL's, by
-  HTA's rule), compute the union of the computation kernels: every other kernel whose name has no ``Memcpy`` or
-  ``Sync`` and does not start with ``Memset`` (memcpy / memset events are memory, neither). Overlap is the length
-  of their intersection; exposed = communication - overlap; overlap % = overlap / communication. Per device (HTA
-  pools a rank's devices; a rank has one).
+- on a GPU trace, communication is the union of the communication kernels (``comm.is_comm_kernel``: NCCL's and
+  RCCL's; the same kernels as HTA's rule on its corpus), compute the union of the computation kernels: every other
+  kernel whose name has no ``Memcpy`` or ``Sync`` and does not start with ``Memset`` (memcpy / memset events are
+  memory, neither). Overlap is the length of their intersection; exposed = communication - overlap; overlap % =
+  overlap / communication. Per device (HTA pools a rank's devices; a rank has one).
 - on a CPU-only trace (gloo: the collective is the calling thread's wait), communication is the union of the
   collectives' walls (from the call to the end of its work), compute the union of the top-level ops that hold no
   collective, on any thread.

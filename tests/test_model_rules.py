@@ -39,7 +39,7 @@ RANK_JSON = {
     "versions": {"cuda_runtime": "12.8"}, "event_count": 1234, "trace_span_us": 1500.123, "steps": [], "gpu": None,
     "idle": None, "top_kernels": [], "top_cpu_ops": [], "cpu_self_total_us": 0.0, "memory_ops": [],
     "gpu_comm_us": None, "trace_start_us": None, "notes": [], "skipped_events": [], "memory": None,
-    "launch_links": None, "efficiency": None, "frames": None,
+    "launch_links": None, "efficiency": None, "frames": None, "communication": None,
 }
 
 
@@ -50,16 +50,16 @@ def run(ranks: list[RankSummary], **changes) -> RunSummary:
 
 
 def test_the_document_names_its_schema_and_holds_every_field_of_each_run_and_rank():
-    assert SCHEMA == "lightx2v.trace_summary/5"
+    assert SCHEMA == "lightx2v.trace_summary/6"
     assert to_json([run([rank()])]) == {
-        "schema": "lightx2v.trace_summary/5",
+        "schema": "lightx2v.trace_summary/6",
         "runs": [{"label": "run-1", "path": "/runs/a", "ranks": [RANK_JSON], "comparison": None, "straggler": None,
-                  "skipped_files": [], "damaged_files": [], "spans": False}],
+                  "skipped_files": [], "damaged_files": [], "spans": False, "communication": None}],
     }
 
 
 def test_no_runs_make_a_document_without_runs():
-    assert to_json([]) == {"schema": "lightx2v.trace_summary/5", "runs": []}
+    assert to_json([]) == {"schema": "lightx2v.trace_summary/6", "runs": []}
 
 
 def test_the_ranks_tables_are_left_out_of_the_document_and_kept_on_the_summary():
@@ -90,7 +90,7 @@ def test_floats_are_rounded_to_three_decimals_in_lists_and_objects_and_other_val
     assert out["comparison"] == [{"rank": 0, "worker": "w0", "steps": 1, "step_wall_us": 1.235, "gpu_busy_us": None,
                                   "gpu_busy_pct": None, "gpu_comm_us": 0.0}]
     assert out["straggler"] == {"rank": 0, "worker": "w0", "criterion": "step_wall", "step_wall_us": 2.718,
-                                "slower_than_fastest_pct": -1.0, "spread_pct": 3.0}
+                                "slower_than_fastest_pct": -1.0, "spread_pct": 3.0, "waits_caused_us": None}
     assert out["skipped_files"] == [{"file": "notes.txt", "reason": "not a trace"}]
 
 

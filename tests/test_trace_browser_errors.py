@@ -104,13 +104,14 @@ def fail(*args, **kwargs):
     raise RuntimeError("planted failure\\nsecond line of its message")
 
 server.list_traces = server.resolve = fail
-offline.overview_page = offline.timeline_window = offline.compare_page = fail
+offline.overview_page = offline.timeline_window = offline.compare_page = offline.merged_page = fail
 capture_panel.listing = capture_panel.post = fail
 sys.exit(__main__.main(sys.argv[1:]))
 """
 
 ROUTES = ["/", "/api/traces", "/files/run/rank0_host.pt.trace.json.gz", "/overview/run/", "/compare",
-          "/api/timeline/window/run/rank0_host.pt.trace.json.gz?step=0", "/api/capture"]
+          "/api/timeline/window/run/rank0_host.pt.trace.json.gz?step=0", "/api/capture",
+          "/api/merged/run/?step=ProfilerStep%231"]
 
 
 @pytest.fixture(scope="module")

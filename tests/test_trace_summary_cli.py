@@ -41,14 +41,14 @@ def test_json_output_has_the_documented_fields():
     assert doc["schema"] == SCHEMA
     (run,) = doc["runs"]
     assert set(run) == {"label", "path", "ranks", "comparison", "straggler", "skipped_files", "damaged_files",
-                        "spans"}
+                        "spans", "communication"}
     assert run["skipped_files"] == [] and run["damaged_files"] == []
-    assert run["comparison"] is None and run["straggler"] is None
+    assert run["comparison"] is None and run["straggler"] is None and run["communication"] is None
     (rank,) = run["ranks"]
     assert set(rank) == {"file", "size_bytes", "compressed", "worker", "rank", "world_size", "devices", "versions",
                          "event_count", "trace_span_us", "steps", "gpu", "idle", "top_kernels", "top_cpu_ops",
                          "cpu_self_total_us", "memory_ops", "gpu_comm_us", "trace_start_us", "notes",
-                         "skipped_events", "memory", "launch_links", "efficiency", "frames"}
+                         "skipped_events", "memory", "launch_links", "efficiency", "frames", "communication"}
     assert rank["skipped_events"] == []  # a real trace: nothing malformed
     (step,) = rank["steps"]
     assert set(step) == {"name", "number", "start_us", "wall_us", "cpu_us", "gpu_busy_us", "gpu_busy_pct",

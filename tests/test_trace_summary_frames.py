@@ -216,7 +216,7 @@ def test_the_text_section_json_and_log_line(walked_gpu, capsys):
                                       "71.6"]
     assert main([str(FIXTURE), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["schema"] == "lightx2v.trace_summary/5"
+    assert doc["schema"] == "lightx2v.trace_summary/6"
     f = doc["runs"][0]["ranks"][0]["frames"]
     assert f["frames"][0]["frame"] == FORWARD and f["frames"][0]["gpu_us"] == round(forward, 3)
     assert {m["module_class"]: m["instances"] for m in f["modules"]} == {"Sequential": 1, "Block": 12, "Linear": 48,
@@ -300,7 +300,7 @@ def test_the_diff_names_the_changed_function_first(tmp_path, capsys):
     table = text.split("Where in your code: frames whose", 1)[1].splitlines()
     assert table[2].endswith("  two_functions.py:29 mlp") and " real  " in table[2]
     doc = diff_to_json(d)
-    assert doc["schema"] == "lightx2v.trace_summary.diff/4"
+    assert doc["schema"] == "lightx2v.trace_summary.diff/5"
     assert doc["ranks"][0]["frames"]["frames"][0]["frame"] == "two_functions.py(29): mlp"
 
 

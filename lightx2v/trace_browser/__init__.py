@@ -6,6 +6,8 @@ offline views (Timeline, Overview) that need no internet in the browser.
 `offline` (the offline views' routes and links; `memo`: what it keeps between requests, made once per key),
 `timeline` with `step_index` (where each step is, found once
 per file), `window` (one step's or time range's events) and `gzip_seek` (a gzip trace read from decompression
-points), `overview` with its sections `roofline` (how far from the limit) and `flame` (where in your code),
+points), `overview` with its sections `roofline` (how far from the limit), `flame` (where in your code) and
+`comm_view` (communication per step and rank, who waited for whom), `merged` (one step of every rank on one
+clock, for Perfetto UI),
 `compare` (two captures), `capture_panel` (the Capture button).
 """

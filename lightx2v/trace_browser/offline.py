@@ -19,7 +19,7 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lightx2v.trace_browser import compare, files, overview, timeline, window
+from lightx2v.trace_browser import compare, files, merged, overview, timeline, window
 from lightx2v.trace_browser.files import Refused, Trace, is_json_trace, list_traces, resolve, resolve_run
 from lightx2v.trace_summary.diff import compare_runs
 from lightx2v.trace_summary.discover import RunFiles
@@ -33,6 +33,7 @@ from .memo import Memo
 from .step_index import StepIndex, describe, step_index
 
 INDEX_ROUTE, WINDOW_ROUTE = "/api/timeline/index/", "/api/timeline/window/"
+MERGED_ROUTE = "/api/merged/"  # + a run folder + "?step=NAME": that step of every rank, one clock, one file
 JSON = "application/json"
 
 
@@ -193,13 +194,36 @@ def overview_page(root: str, rel: str) -> Page:
     def timeline_of(file: str) -> str:
         return timeline_url(os.path.relpath(os.path.realpath(file), root_real).replace(os.sep, "/"))
 
+    def merged_of(step: str) -> str:
+        return f"{MERGED_ROUTE}{_quote(rel)}?step={urllib.parse.quote(step)}"
+
     def render() -> bytes:
-        return overview.render_overview(_summary_of(run, key), timeline_url=timeline_of).encode()
+        return overview.render_overview(_summary_of(run, key), timeline_url=timeline_of,
+                                        merged_url=merged_of if rel == "" or rel.endswith("/") else None).encode()
 
     try:
         return Page(_OVERVIEWS.get((key, root_real), render))
     except TraceError as exc:
         return Page(overview.render_error("Cannot summarize this trace", str(exc)).encode(), status=422)
+
+
+def merged_page(root: str, rel: str, query: str) -> Page:
+    """One step of a run folder's ranks on one clock as one Chrome trace file for Perfetto UI (``merged``):
+    `?step=ProfilerStep%232`."""
+    if not (rel == "" or rel.endswith("/")):
+        raise Refused(404, "a merged step is of a run folder: its path ends with /")
+    step = dict(urllib.parse.parse_qsl(query)).get("step", "")
+    if not step:
+        raise Refused(400, "name the step: ?step=ProfilerStep%23N")
+    run = _run_files(root, rel, "merged step")
+    try:
+        summary = _summary_of(run, _run_key(run))
+        body = merged.merged_step(summary, lambda f: _index_of(root, f), step)
+    except TraceError as exc:
+        return _text(str(exc), 422)
+    except ValueError as exc:
+        return _text(str(exc), 404)
+    return Page(body, JSON, download=f"{run.label}.{step.replace('#', '')}.merged.json")
 
 
 def compare_page(root: str, query: str) -> Page:

@@ -4,7 +4,8 @@ What users miss most from the plugin's Overview, with no script, external style 
 internet): per-step wall time with GPU busy / idle as inline SVG bars, top GPU kernels, top CPU ops,
 memcpy/memset, GPU idle gaps, with ``profile_memory=True`` the memory curve per device (allocated and reserved over
 time, steps shaded, the peak marked) with the steps' growth, the top allocating ops and what held a snapshot's
-peak, and, for several ranks, the rank comparison and the straggler.
+peak, for several ranks the rank comparison and the straggler, and with collectives each rank's compute / exposed
+communication / idle per step, who waited for whom and the late rank (`comm_view`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from lightx2v.trace_summary.model import DeviceMemory, IdleStats, MemorySummary,
 from lightx2v.trace_summary.render import format_bytes, format_signed_bytes, gpu_columns
 from lightx2v.trace_summary.steps import cause_times, idle_advice
 
+from .comm_view import COMM_STYLE, comm_section
 from .flame import FLAME_STYLE, flame_section
 from .html_page import BAR_WIDTH, BUSY, CPU, IDLE, WARN, bar, escape, ms, name_cell, num_cell, page, pct, table
 from .roofline import ROOFLINE_STYLE, roofline_section
@@ -24,16 +26,20 @@ CURVE_WIDTH, CURVE_HEIGHT = 3 * BAR_WIDTH, 120  # the memory curve, in the bars'
 MAX_STEPS = 64  # rows of the step table; longer captures show the first and last ones
 
 
-def render_overview(run: RunSummary, *, timeline_url=None, back_url: str = "/") -> str:
-    """The page for `run` (one file, or several ranks); `timeline_url(file)` links each rank to its timeline."""
+def render_overview(run: RunSummary, *, timeline_url=None, back_url: str = "/", merged_url=None) -> str:
+    """The page for `run` (one file, or several ranks); `timeline_url(file)` links each rank to its timeline,
+    `merged_url(step)` each step of several ranks to its merged file (`merged`)."""
     parts = [f'<p class=nav><a href="{escape(back_url)}">← all traces</a></p>']
     if len(run.ranks) > 1:
         parts.append(f"<h1>Run {escape(run.label)}: {len(run.ranks)} ranks</h1><p class=path>{escape(run.path)}</p>")
         parts.append(_ranks_section(run))
+        parts.append(comm_section(run, merged_url))
     for rank in run.ranks:
         parts.append(_rank_section(rank, timeline_url(rank.file) if timeline_url else None, len(run.ranks) > 1))
+    if len(run.ranks) == 1:
+        parts.append(comm_section(run))
     title = run.label if len(run.ranks) > 1 else run.ranks[0].worker
-    return page(f"{title} · Overview", "\n".join(parts), css=OVERVIEW_STYLE)
+    return page(f"{title} · Overview", "\n".join(parts), css=OVERVIEW_STYLE + COMM_STYLE)
 
 
 def _ranks_section(run: RunSummary) -> str:
@@ -55,7 +61,10 @@ def _ranks_section(run: RunSummary) -> str:
            table(["rank", "worker", "steps", "step ms", "", "GPU busy ms", "busy %", "comm ms"], body, "ranks")]
     if s is not None:
         who = f"rank {s.rank} ({s.worker})" if s.rank is not None else s.worker
-        if s.criterion == "step_wall":
+        if s.criterion == "waits_caused":
+            why = (f"the others waited {ms(s.waits_caused_us)} ms per step for it in collectives (step "
+                   f"{ms(s.step_wall_us)} ms)")
+        elif s.criterion == "step_wall":
             why = (f"step {ms(s.step_wall_us)} ms, {s.slower_than_fastest_pct:+.1f}% vs the fastest rank "
                    f"(spread {s.spread_pct:.1f}%)")
         else:

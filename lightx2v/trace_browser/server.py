@@ -165,6 +165,8 @@ class Handler(BaseHTTPRequestHandler):
         elif path.startswith(offline.WINDOW_ROUTE):
             rel = path[len(offline.WINDOW_ROUTE):]
             self._send_page(offline.timeline_window(self.server.root, rel, query), send_body)
+        elif path.startswith(offline.MERGED_ROUTE):
+            self._send_page(offline.merged_page(self.server.root, path[len(offline.MERGED_ROUTE):], query), send_body)
         elif path.startswith("/timeline/"):
             self._send_page(offline.timeline_page(self.server.root, path[len("/timeline/"):]), send_body)
         elif path == "/overview" or path.startswith("/overview/"):

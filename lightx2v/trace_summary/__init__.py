@@ -17,12 +17,17 @@ Modules, one idea each, in the order data flows:
   ``flops`` (FLOPs and bytes per op from its recorded shapes), ``peaks`` (what the GPU can do) and
   ``efficiency`` (achieved rates against the roofline, the step's MFU), ``frames`` (where in your code: work by
   the Python frames of a with_stack capture);
-- a run: ``summarize`` (PATHs -> runs), ``ranks`` (straggler; or spans, captures at different times);
-- two runs: ``diff`` with ``noise`` (change or noise, from the steps' own spread), ``efficiency_diff`` and
-  ``frames_diff`` (per frame of your code);
+- collectives: ``comm`` (each call of a collective on one rank, from every schema; matched across ranks),
+  ``exposed`` (communication not hidden by compute, per step: HTA's definition);
+- a run: ``summarize`` (PATHs -> runs), ``ranks`` (straggler; or spans, captures at different times),
+  ``run_comm`` (its communication across ranks) over ``clocks`` (the ranks' clocks from collectives' ends),
+  ``comm_waits`` (who waited for whom, the late rank per step) and ``bandwidth`` (nccl-tests' algbw/busbw
+  against the link);
+- two runs: ``diff`` with ``noise`` (change or noise, from the steps' own spread), ``efficiency_diff``,
+  ``frames_diff`` (per frame of your code) and ``comm_diff`` (exposed communication and waits);
 - output: ``model`` (dataclasses = the --json schema), ``render`` / ``render_diff`` / ``render_efficiency`` /
-  ``render_frames`` (text), ``names`` and ``ratios`` (one rule each for names and shares), ``hook`` (the
-  profiler's per-capture summary).
+  ``render_frames`` / ``render_comm`` (text), ``names`` and ``ratios`` (one rule each for names and shares),
+  ``hook`` (the profiler's per-capture summary).
 
 Reads JSON only: importing this package never imports torch.
 """

@@ -19,9 +19,11 @@ from collections.abc import Callable
 from . import intervals, memory
 from .attribution import group_keys, launches
 from .collect import SKIP_HEAD, SKIP_HEAD_FRAMES, Collected, malformed_field
+from .comm import is_comm_name, rank_collectives
 from .cpu_ops import cpu_op_stats
-from .devices import devices, rank_and_world, versions
+from .devices import devices, process_groups, rank_and_world, versions
 from .efficiency import TARGET_PCT, efficiency
+from .exposed import rank_comm
 from .flops import MODELED
 from .frames import SKIP_HEAD_FOLDED, FrameIndex, code_line, frame_summary, frame_tree, keeps
 from .kernels import gpu_work
@@ -39,19 +41,21 @@ __all__ = ["IDLE_FLAG_RATIO", "SKIP_HEAD", "analyze_trace", "malformed_field", "
 
 def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | None = None,
                   peak: PeakSpec | None = None, target_pct: float = TARGET_PCT,
-                  with_efficiency: bool = True, with_frames: bool = True, folded: bool = True) -> RankSummary:
+                  with_efficiency: bool = True, with_frames: bool = True, folded: bool = True,
+                  with_comm: bool = True) -> RankSummary:
     """Read ``path`` once and summarize it; raises TraceError for files that are not complete traces.
 
     ``on_read``: progress callback, see ``TraceStream``; ``peak`` (``--peak``) replaces the device's peak table
     row, ``target_pct`` the share of the roofline headroom is counted against (``efficiency``);
     ``with_efficiency=False`` leaves the efficiency answers out (benchmarks/bench_efficiency.py measures them),
     ``with_frames=False`` the Python frames (never decoded then; benchmarks/bench_frames.py); ``folded=False``
-    keeps torch's, the standard library's and site-packages' frames in the frame tree (``frames``).
+    keeps torch's, the standard library's and site-packages' frames in the frame tree (``frames``);
+    ``with_comm=False`` leaves the collectives out (benchmarks/bench_comm.py measures them).
     """
     skip = (SKIP_HEAD_FOLDED if folded else SKIP_HEAD_FRAMES) if with_frames else SKIP_HEAD
     stream = TraceStream(path, skip_head=skip, on_read=on_read)
     c = Collected(shapes_of=MODELED if with_efficiency else frozenset(),
-                  frames=keeps(folded) if with_frames else None)
+                  frames=keeps(folded) if with_frames else None, args_of=is_comm_name if with_comm else None)
     mem = memory.MemoryEvents(c.count_malformed)
     c.attach(mem)
     for batch in stream.batches():
@@ -71,7 +75,10 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
     chain = launch_chain(c)
     tree = op_tree(c, chain.ops)
     frame_index = FrameIndex(c)  # built once, if a sync or the frame tree needs it
-    found = step_stats(c, gpu.busy if has_gpu else None, gpu.is_kernel, chain, tree, code_line(frame_index))
+    where = code_line(frame_index)
+    found = step_stats(c, gpu.busy if has_gpu else None, gpu.is_kernel, chain, tree, where)
+    collectives = rank_collectives(c, chain, tree, found, where)
+    communication = rank_comm(c, gpu, found, collectives, tree)
     steps = found.steps
     group = group_keys(c, tree, chain)
     cpu_ops, cpu_self_total = cpu_op_stats(c, tree)
@@ -117,9 +124,11 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
         skipped_events=[SkippedEvents(field=field, problem=problem, count=count, example=example, dropped=dropped)
                         for (field, problem, dropped), (count, example) in c.malformed.items()],
         tables=RankTables(kernels=gpu.kernels, cpu_ops=cpu_ops, launches=launches(c, group),
-                          series=step_series(c, found, tree, group), frames=frames),
+                          series=step_series(c, found, tree, group), frames=frames, collectives=collectives,
+                          process_groups=process_groups(meta) if collectives else {}),
         memory=memory_section,
         launch_links=chain.links if has_gpu else None,
         efficiency=efficiency(c, chain, found, device_list, peak, target_pct, top) if with_efficiency else None,
         frames=frame_summary(frames, len(c.fr_ts), folded, has_gpu, top) if frames is not None else None,
+        communication=communication,
     )

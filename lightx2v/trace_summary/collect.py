@@ -22,6 +22,10 @@ GPU activity (kernel, memcpy, memset); names are stored once. What is collected:
   (``python_function``) that KEEP keeps: thread, name id, ts, dur, for ``frames`` (where in the user's code); the
   rest are counted and dropped (``frames.SKIP_HEAD_FOLDED`` drops most of them undecoded). Without it they are
   never decoded (SKIP_HEAD), and a trace without them costs nothing more either way.
+- With ``args_of`` (a rule on the event's name: ``comm.is_comm_name``), the ``args`` of the ops, labels and kernels
+  it accepts (the collectives: ``record_param_comms``, ``c10d::*``, ``nccl:*``/``gloo:*``, NCCL/RCCL kernels; a
+  trace has few), by event index (``op_args``, ``lab_args``, ``g_args``); one set test per op and kernel, the rule
+  once per name. And the device of every GPU event (``g_dev``: ``args.device``, NO_ID when absent).
 
 Times are kept relative to ``base`` (the whole microsecond at or before the first timed event): kineto's
 nanosecond traces write epoch microseconds with three decimals (1712195495505583.047), which a double holds only
@@ -83,8 +87,15 @@ class Collected:
     """The pass's state; ``feed`` batches of events into it, then hand it to the analysis modules."""
 
     def __init__(self, extra: Iterable[Collector] = (), shapes_of: frozenset[str] = frozenset(),
-                 frames: Callable[[str], bool] | None = None) -> None:
+                 frames: Callable[[str], bool] | None = None, args_of: Callable[[str], bool] | None = None) -> None:
         self.events = 0
+        self.args_of = args_of  # names whose events' args are kept (see the module's docstring)
+        self.arg_names: set[int] = set()  # op name ids it accepts
+        self.arg_kernels: set[int] = set()  # kernel name ids it accepts
+        self.op_args: dict[int, Any] = {}  # op index -> its args (None when it has none)
+        self.lab_args: dict[int, Any] = {}  # label index -> its args
+        self.g_args: dict[int, Any] = {}  # GPU event index -> its args
+        self.g_dev = array("q")  # per GPU event: its device (args.device), NO_ID when not recorded
         self.skip = SKIP_CATS - {FRAME_CAT} if frames is not None else SKIP_CATS
         self.keep_frame = frames
         self.frame_names: dict[str, int] = {}  # Python frame name ("model.py(21): forward") -> id, -1: not kept
@@ -148,6 +159,7 @@ class Collected:
                                              self.op_dur.append)
         op_ext = self.op_ext.append
         shaped = self.shaped
+        arg_names, arg_kernels, g_dev = self.arg_names, self.arg_kernels, self.g_dev.append
         frame_names = self.frame_names
         fr_thread, fr_name, fr_ts, fr_dur = (self.fr_thread.append, self.fr_name.append, self.fr_ts.append,
                                              self.fr_dur.append)
@@ -218,8 +230,12 @@ class Collected:
                     n = names[name] = len(names)
                     if name in self.shapes_of:
                         shaped.add(n)
+                    if self.args_of is not None and self.args_of(name):
+                        arg_names.add(n)
                 if n in shaped:
                     self._shapes(n, ev)
+                if n in arg_names:
+                    self.op_args[len(self.op_ts)] = ev.get("args")
                 try:
                     op_ext(ev["args"]["External id"])
                 except (KeyError, TypeError, OverflowError):  # no args or id, not an int, or beyond 64 bits
@@ -237,7 +253,15 @@ class Collected:
                 g = gpu_names.get(name)
                 if g is None:
                     g = gpu_names[name] = len(gpu_names)
+                    if self.args_of is not None and self.args_of(name):
+                        arg_kernels.add(g)
                 args = ev.get("args")
+                if g in arg_kernels:
+                    self.g_args[len(self.g_lo)] = args
+                try:
+                    g_dev(args["device"])  # type: ignore[index]
+                except (KeyError, TypeError, OverflowError):
+                    g_dev(NO_ID)
                 try:
                     g_ext(args["External id"])  # type: ignore[index]
                 except (KeyError, TypeError, OverflowError):
@@ -257,6 +281,10 @@ class Collected:
                     continue
                 g_name(self._mem_op(mem_cats[cat], name, ev))
                 args = ev.get("args")
+                try:
+                    g_dev(args["device"])  # type: ignore[index]
+                except (KeyError, TypeError, OverflowError):
+                    g_dev(NO_ID)
                 try:
                     g_ext(args["External id"])  # type: ignore[index]
                 except (KeyError, TypeError, OverflowError):
@@ -368,6 +396,8 @@ class Collected:
         n = self.label_names.get(name)
         if n is None:
             n = self.label_names[name] = len(self.label_names)
+        if self.args_of is not None and self.args_of(name):
+            self.lab_args[len(self.lab_ts)] = ev.get("args")
         self.lab_thread.append(t)
         self.lab_name.append(n)
         self.lab_ts.append(ts)

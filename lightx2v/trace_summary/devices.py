@@ -68,3 +68,19 @@ def versions(meta: dict[str, Any]) -> dict[str, str]:
         if dist.get("backend"):
             out["distributed_backend"] = str(dist["backend"])
     return out
+
+
+def process_groups(meta: dict[str, Any]) -> dict[str, list[int]]:
+    """The process groups the rank is in, as ``distributedInfo.pg_config`` lists them: their description
+    ("default_pg", "mesh_seq_p"; the name when the description is "undefined") -> their global ranks."""
+    dist = meta.get("distributedInfo")
+    config = dist.get("pg_config") if isinstance(dist, dict) else None
+    out: dict[str, list[int]] = {}
+    for pg in config if isinstance(config, list) else []:
+        if not isinstance(pg, dict):
+            continue
+        ranks, desc, name = pg.get("ranks"), pg.get("pg_desc"), pg.get("pg_name")
+        key = desc if isinstance(desc, str) and desc and desc != "undefined" else str(name)
+        if isinstance(ranks, list) and ranks and all(r.__class__ is int for r in ranks):
+            out[key] = ranks
+    return out

@@ -30,6 +30,8 @@ held. Definitions (also in docs/trace_summary.md, "Compare two captures"):
   "inconclusive (±x% noise)" when the steps' own spread is so wide (INCONCLUSIVE_PCT or more) that it could hide a
   change that matters, or that it cannot tell when a side has a single step. A delta that rounds to zero in the
   report is "same".
+- Communication (``comm_diff``): exposed communication and the waits in collectives per step, means over each
+  side's ranks, judged change or noise the same way, and each side's late rank.
 
 Thresholds in one place: CHANGED_PCT (below it an untested step change reads "about as fast"), INCONCLUSIVE_PCT,
 SAME_US (a delta that prints as 0.000 ms), VERDICT_GROUPS (op groups the verdict names); the noise rule's are in
@@ -43,14 +45,15 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from .comm_diff import CommChange, comm_change
 from .efficiency_diff import EfficiencyChange, efficiency_change
 from .frames_diff import FramesChange, frames_change
 from .model import CpuOpStat, RankSummary, RankTables, RunSummary, StepSeries, Straggler, _rounded
 from .noise import NOISE, REAL, UNTESTED, Noise, judge
 from .ratios import percent
 
-DIFF_SCHEMA = "lightx2v.trace_summary.diff/4"  # 2: RankDiff.efficiency; 3: RankDiff.frames; 4: CPU self time
-# without runtime calls, CpuOpChange.self_with_runtime_per_step_us, SideInfo.spans
+DIFF_SCHEMA = "lightx2v.trace_summary.diff/5"  # 2: RankDiff.efficiency; 3: RankDiff.frames; 4: CPU self time
+# without runtime calls, CpuOpChange.self_with_runtime_per_step_us, SideInfo.spans; 5: RunDiff.communication
 
 CHANGED_PCT = 0.5  # a per-step wall-time change smaller than this reads as "about the same" (one step a side)
 INCONCLUSIVE_PCT = 5.0  # steps spread this much (± % of the median) or more: a change within it is "inconclusive"
@@ -186,6 +189,7 @@ class RunDiff:
     unmatched_new: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. "rank counts differ: BASE 2, NEW 1"
     step_noise: Optional[Noise] = None  # the slowest ranks' per-step walls judged
+    communication: Optional[CommChange] = None  # exposed communication and waits per step (``comm_diff``)
 
 
 def compare_runs(base: RunSummary, new: RunSummary) -> RunDiff:
@@ -219,7 +223,7 @@ def compare_runs(base: RunSummary, new: RunSummary) -> RunDiff:
     return RunDiff(base=b_info, new=n_info, verdict=verdict, step_wall_us=step, step_noise=step_noise,
                    pairing=pairing, ranks=rank_diffs,
                    unmatched_base=[_who(r) for r in lone_base], unmatched_new=[_who(r) for r in lone_new],
-                   notes=notes)
+                   notes=notes, communication=comm_change(base, new) if not (base.spans or new.spans) else None)
 
 
 def compare_ranks(base: RankSummary, new: RankSummary) -> RankDiff:

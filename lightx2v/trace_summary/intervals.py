@@ -3,6 +3,7 @@
     merged = merge([(0, 10), (5, 20), (30, 40)])   # Spans: (0, 20), (30, 40)
     covered(merged, 0, 50)                          # 30
     gaps(merged, 0, 50)                             # [(20, 30), (40, 50)]
+    intersect(merged, merge([(15, 35)]))            # Spans: (15, 20), (30, 35)
 
 A trace's GPU busy time is a union of up to one interval per kernel, kept for the whole summary: ``Spans`` holds it
 in two arrays of doubles (16 bytes an interval; a list of float pairs takes about 110).
@@ -91,4 +92,21 @@ def gaps(merged: Spans | Sequence[tuple[float, float]], lo: float, hi: float) ->
         at = b
     if hi > at:
         out.append((at, hi))
+    return out
+
+
+def intersect(a: Spans, b: Spans) -> Spans:
+    """Sorted disjoint intervals covering exactly what both sorted disjoint ``a`` and ``b`` cover (one walk)."""
+    out = Spans()
+    i = j = 0
+    a_lo, a_hi, b_lo, b_hi = a.lo, a.hi, b.lo, b.hi
+    while i < len(a_lo) and j < len(b_lo):
+        lo, hi = max(a_lo[i], b_lo[j]), min(a_hi[i], b_hi[j])
+        if hi > lo:
+            out.lo.append(lo)
+            out.hi.append(hi)
+        if a_hi[i] < b_hi[j]:
+            i += 1
+        else:
+            j += 1
     return out

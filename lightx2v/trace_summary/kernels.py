@@ -3,7 +3,7 @@
 - GPU activity: events of category ``kernel``, ``gpu_memcpy``, ``gpu_memset`` (older: ``memcpy``/``memset``) on
   any device and stream of the file. GPU busy time is the length of their union, not their sum.
 - A kernel's share is of the summed GPU activity (kernels + memcpy + memset).
-- Communication kernels (NCCL/RCCL, by COMM_MARKERS in the name) are measured apart for the rank comparison.
+- Communication kernels (NCCL/RCCL: ``comm.is_comm_kernel``) are measured apart for the rank comparison.
 """
 
 from __future__ import annotations
@@ -12,11 +12,10 @@ from dataclasses import dataclass
 
 from . import intervals
 from .collect import Collected
+from .comm import is_comm_kernel
 from .model import GpuTotals, KernelStat, MemOpStat
 from .names import short_name
 from .ratios import percent
-
-COMM_MARKERS = ("nccl", "rccl")
 
 
 @dataclass
@@ -39,7 +38,7 @@ def gpu_work(c: Collected) -> GpuWork:
         calls[g] += 1
         total[g] += d
     is_kernel = [k.__class__ is str for k in keys]
-    is_comm = [is_kernel[g] and any(m in k.lower() for m in COMM_MARKERS) for g, k in enumerate(keys)]
+    is_comm = [is_kernel[g] and is_comm_kernel(k) for g, k in enumerate(keys)]
     kernel_us = sum((total[g] for g in range(len(keys)) if is_kernel[g]), 0.0)
     activity_us = kernel_us + sum((total[g] for g in range(len(keys)) if not is_kernel[g]), 0.0)
     ranked = sorted((g for g in range(len(keys)) if is_kernel[g]), key=lambda g: -total[g])

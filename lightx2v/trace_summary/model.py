@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 # 2: RankSummary.efficiency; 3: RankSummary.frames; 4: SyncWait.line; 5: CpuOpStat.self_us without the op's
-# runtime calls (TensorBoard's) and self_with_runtime_us, RankSummary.trace_start_us, RunSummary.spans
-SCHEMA = "lightx2v.trace_summary/5"
+# runtime calls (TensorBoard's) and self_with_runtime_us, RankSummary.trace_start_us, RunSummary.spans;
+# 6: RankSummary.communication, RunSummary.communication, Straggler.waits_caused_us
+SCHEMA = "lightx2v.trace_summary/6"
 
 
 @dataclass
@@ -213,6 +214,41 @@ class FrameTree:
 
 
 @dataclass
+class CollectiveCall:
+    """One call of a collective on one rank (``comm``), whichever schema the trace writes it in; not in ``--json``.
+
+    Times are trace timestamps (µs). ``arrival_us``/``end_us`` are the GPU kernel's on a GPU trace (a NCCL kernel
+    starts when its stream reaches it and ends when the peers are done), else the host's: the call, and the end of
+    its work (gloo: the ``gloo:*`` annotation on the backend's thread; the caller blocks until then). A backend
+    thread that takes the work up late (a busy CPU) shows as transfer, not as the rank arriving late: the rank's
+    program had reached the collective.
+    """
+
+    kind: str  # "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "barrier", "send", ...
+    group: str  # the process group's name ("0"), "" when the trace does not say (gloo): the run's one group
+    group_desc: str  # "default_pg", "" when not recorded
+    ranks: Optional[list[int]]  # the group's global ranks, when recorded
+    seq: Optional[int]  # the group's sequence number (kineto's ``Seq``), None when not recorded
+    dtype: str  # "Float", "float", "BFloat16", "" when not recorded
+    in_nelems: Optional[int]
+    out_nelems: Optional[int]
+    on_gpu: bool  # times are the GPU kernels'
+    timed: bool  # arrival and end are the collective's (False: a NCCL call whose kernel is not in the capture)
+    device: Optional[int]
+    call_us: Optional[float]  # when the host called it (None: a kernel without its launch in the trace)
+    arrival_us: float
+    end_us: float
+    comm_us: float  # the work: kernel time (their union), gloo's work, or the call's wall
+    step: str  # the step holding the call ("ProfilerStep#2"), "" outside every step
+    site: str  # where it was called: the user's line (with_stack), else the label or top-level op around it
+    before_op: str = ""  # what this rank did before it arrived: the top-level op with most time since its last
+    before_us: float = 0.0  # ... collective (or its step's start) on its thread, and that op's time there
+    before_line: str = ""  # ... and the user's line around that op (with_stack)
+    exposed_us: float = 0.0  # of comm_us, not overlapped by compute (``exposed``)
+    backend_thread: int = -1  # gloo: the backend's thread that ran the work (each group has its own); -1: none
+
+
+@dataclass
 class RankTables:
     """Every kernel, CPU op and launch of a trace (``top_*`` are their first rows): what ``--diff`` compares.
 
@@ -223,6 +259,8 @@ class RankTables:
     launches: list[Launch]  # most time first
     series: Optional[StepSeries] = None
     frames: Optional[FrameTree] = None  # with_stack traces only
+    collectives: list[CollectiveCall] = field(default_factory=list)  # in the order the host called them
+    process_groups: dict[str, list[int]] = field(default_factory=dict)  # the rank's groups (pg_config): desc -> ranks
 
 
 @dataclass
@@ -452,6 +490,33 @@ class Frames:
 
 
 @dataclass
+class CommStep:
+    """One step of one rank: its communication against its compute (``exposed``; µs inside the step's window)."""
+
+    step: str
+    wall_us: float
+    comm_us: float  # union of the communication (NCCL kernels; CPU: the collectives' walls on the caller)
+    exposed_us: float  # of it, not overlapped by compute
+    overlap_pct: Optional[float]  # (comm - exposed) / comm; None without communication
+    compute_us: float  # union of the compute (compute kernels; CPU: the top-level ops other than collectives)
+    idle_us: float  # neither: wall - union of all GPU activity (CPU: of compute and communication)
+    calls: int  # collectives called in the step
+
+
+@dataclass
+class RankComm:
+    """A rank's communication (``exposed``): the whole trace (HTA's figures) and per step."""
+
+    on_gpu: bool  # measured on the GPU's kernels (HTA's definition); False: on the host calls (CPU-only trace)
+    calls: int  # collectives called
+    kinds: dict[str, int]  # calls by collective ("all_to_all": 6)
+    comm_us: float  # the whole trace
+    exposed_us: float
+    overlap_pct: Optional[float]
+    steps: list[CommStep]
+
+
+@dataclass
 class RankSummary:
     """Everything reported about one trace file (one rank / worker)."""
 
@@ -481,6 +546,99 @@ class RankSummary:
     launch_links: Optional[LaunchLinks] = None  # None without GPU activity
     efficiency: Optional[Efficiency] = None  # None: no timed ops to measure
     frames: Optional[Frames] = None  # None: no Python frames in the trace (with_stack=False)
+    communication: Optional[RankComm] = None  # None: no collectives and no communication kernels
+
+
+@dataclass
+class ClockOffset:
+    """How far one rank's clock is from the first rank's (``clocks``): from the ends of the collectives both
+    took part in, which every rank leaves together."""
+
+    rank: Optional[int]
+    worker: str
+    offset_us: float  # this rank's timestamps minus the first rank's for the same moment (median over collectives)
+    spread_us: float  # the largest distance of one collective's end difference from the offset
+    collectives: int  # how many ends it is estimated from (0: none shared; offset 0 assumed)
+    applied: bool = False  # beyond its spread: the rank's times are corrected by it (``clocks``)
+
+
+@dataclass
+class RankStepWaits:
+    """One rank in one step, with the run's matched collectives (``comm_waits``)."""
+
+    rank: Optional[int]
+    worker: str
+    comm_us: float  # its communication in the step (``exposed``)
+    exposed_us: float
+    exposed_pct: Optional[float]  # of its step's wall time
+    waited_us: float  # its time in collectives before the last peer arrived
+    transfer_us: float  # its time in collectives after that
+    caused_us: float  # the others' waits at the collectives it arrived at last
+
+
+@dataclass
+class StepWaits:
+    """One step of the run: who waited for whom, and for what."""
+
+    step: str
+    ranks: list[RankStepWaits]
+    late_rank: Optional[int]  # the rank the others waited for (None: nobody waited long, see comm_waits.LATE_*)
+    late_worker: str
+    late_wait_us: float  # the others' mean wait for it in this step
+    collective: str  # where they waited the longest: the collective's kind ...
+    site: str  # ... and its call site
+    collective_wait_us: float  # ... and their mean wait there
+    doing: str  # what the late rank did before it arrived: its top-level op ...
+    doing_us: float  # ... and that op's time since its previous collective
+    doing_line: str  # ... the user's line around it (with_stack)
+
+
+@dataclass
+class WaitPair:
+    """One rank's waiting for another, over the run's steps."""
+
+    waiter: Optional[int]
+    waiter_worker: str
+    late: Optional[int]
+    late_worker: str
+    wait_us: float  # per step (mean over the run's steps)
+    steps: int  # steps in which it waited for it at all
+
+
+@dataclass
+class CollectiveStat:
+    """The collectives of one kind, group and call site, per step and rank (means): exposed, wait, transfer,
+    and their bandwidth (``bandwidth``)."""
+
+    kind: str
+    group: str
+    site: str
+    instances: int  # matched across the ranks (calls on a single rank: its calls)
+    exposed_us: float  # per step, mean over the ranks
+    wait_us: Optional[float]  # None: none of them has every rank's call (waits not known)
+    transfer_us: Optional[float]
+    bytes: Optional[int]  # the message size nccl-tests calls S (None: the trace records no size)
+    algbw_gbps: Optional[float]  # S / transfer time, GB/s
+    busbw_gbps: Optional[float]  # algbw x nccl-tests' factor for the kind and group size
+    link: str  # the link's row in bandwidth.LINKS ("" when the device has none: a CPU, an unknown GPU)
+    link_gbps: Optional[float]  # its peak, one direction, GB/s
+    link_pct: Optional[float]  # busbw / peak
+    could_win_us: Optional[float]  # per step: transfer time saved at the target share of the peak
+
+
+@dataclass
+class RunComm:
+    """The run's communication across its ranks (``comm``, ``clocks``, ``comm_waits``, ``bandwidth``)."""
+
+    ranks: int  # ranks whose collectives were matched
+    on_gpu: bool
+    collectives: int  # matched instances
+    complete: int  # of which every rank's call is there (their waits are known)
+    clocks: list[ClockOffset]
+    steps: list[StepWaits]
+    pairs: list[WaitPair]  # most waiting first
+    top: list[CollectiveStat]  # most exposed time first
+    notes: list[str]  # one line per problem (missing ranks, another run's files, unmatched calls, clocks)
 
 
 @dataclass
@@ -498,10 +656,13 @@ class RankRow:
 class Straggler:
     rank: Optional[int]
     worker: str
-    criterion: str  # "step_wall" or "gpu_compute" (busy minus communication, when step times are in lock-step)
+    # "waits_caused" (the rank the others waited for in collectives, ``comm_waits``), else "step_wall", or
+    # "gpu_compute" (busy minus communication, when step times are in lock-step)
+    criterion: str
     step_wall_us: float
     slower_than_fastest_pct: float  # by the criterion's measure
     spread_pct: float  # (slowest - fastest) / fastest step wall time
+    waits_caused_us: Optional[float] = None  # "waits_caused": the others' mean wait for it per step
 
 
 @dataclass
@@ -514,6 +675,7 @@ class RunSummary:
     skipped_files: list[SkippedFile] = field(default_factory=list)  # files of a folder argument that are no traces
     damaged_files: list[DamagedFile] = field(default_factory=list)  # rank files that could not be read
     spans: bool = False  # True: the files are spans (captures at different times, no rank), not ranks (``ranks``)
+    communication: Optional[RunComm] = None  # several ranks with collectives
 
 
 def to_json(runs: list[RunSummary]) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from .model import (
 from .names import cut as _cut
 from .ranks import LOCKSTEP_SPREAD
 from .ratios import percent
+from .render_comm import rank_comm_lines, run_comm_lines
 from .render_efficiency import efficiency_lines
 from .render_frames import frames_lines, tree_lines
 from .steps import IDLE_FLAG_RATIO, cause_times, idle_advice
@@ -75,7 +76,12 @@ def render_run(run: RunSummary, frame_tree: bool = False) -> str:
     s = run.straggler
     if s is not None:
         who = f"rank {s.rank} ({s.worker})" if s.rank is not None else s.worker
-        if s.criterion == "step_wall":
+        if s.criterion == "waits_caused":
+            named = sum(1 for x in (run.communication.steps if run.communication else []) if x.late_worker)
+            steps = len(run.communication.steps) if run.communication else 0
+            lines.append(f"  straggler: {who}: the others waited {_ms(s.waits_caused_us)} ms per step for it in "
+                         f"collectives (late in {named} of {steps} steps; step {_ms(s.step_wall_us)} ms)")
+        elif s.criterion == "step_wall":
             factor = 1 + s.slower_than_fastest_pct / 100
             fastest = s.step_wall_us / factor
             lead = f"{factor:.1f}x" if factor >= 2 else f"{s.slower_than_fastest_pct:+.1f}% vs"
@@ -85,6 +91,7 @@ def render_run(run: RunSummary, frame_tree: bool = False) -> str:
             lines.append(f"  straggler: {who}: step times are within {100 * LOCKSTEP_SPREAD:.0f}% (ranks wait for "
                          f"each other in collectives); it has the most GPU compute per step, "
                          f"{s.slower_than_fastest_pct:+.1f}% vs the least")
+    lines += run_comm_lines(run.communication)
     for i, rank in enumerate(run.ranks, 1):
         lines += ["", "=" * 100, render_rank(rank, frame_tree, f"span {i} of {len(run.ranks)}" if run.spans else "")]
     return "\n".join(lines)
@@ -139,6 +146,7 @@ def render_rank(r: RankSummary, frame_tree: bool = False, span: str = "") -> str
     lines += _memory_lines(r.memory)
     lines += efficiency_lines(r.efficiency)
     lines += frames_lines(r.frames)
+    lines += rank_comm_lines(r.communication)
     if frame_tree:
         lines += tree_lines(r.tables.frames if r.tables else None, r.gpu is not None)
 

@@ -33,6 +33,8 @@ def render_diff(diff: RunDiff, top: int = 10) -> str:
     for tag, lone in (("BASE", diff.unmatched_base), ("NEW", diff.unmatched_new)):
         if lone:
             lines.append(f"  only in {tag}: {', '.join(lone)}")
+    if diff.communication is not None:
+        lines.append(f"  {diff.communication.line}")
     several = len(diff.ranks) > 1 or any(side.ranks > 1 and not side.spans for side in (b, n))
     if several:
         cells = [_rank_cell(r) for r in diff.ranks]

@@ -1,14 +1,17 @@
-"""PATHs -> runs -> per-rank summaries, with the rank comparison for runs of several files."""
+"""PATHs -> runs -> per-rank summaries, with the rank comparison and the communication across ranks (``run_comm``)
+for runs of several files."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from .analyze import analyze_trace
+from .comm_waits import straggler_by_waits
 from .discover import RunFiles, resolve
 from .errors import TraceError
 from .model import DamagedFile, PeakSpec, RankSummary, RunSummary
 from .ranks import are_spans, rank_rows, straggler
+from .run_comm import run_comm
 
 
 def summarize_paths(paths: list[str], top: int = 10, peak: PeakSpec | None = None,
@@ -18,9 +21,11 @@ def summarize_paths(paths: list[str], top: int = 10, peak: PeakSpec | None = Non
 
 
 def summarize_run(run: RunFiles, top: int = 10, on_read: Callable[[int], object] | None = None,
-                  keep_going: bool = False, peak: PeakSpec | None = None, folded: bool = True) -> RunSummary:
+                  keep_going: bool = False, peak: PeakSpec | None = None, folded: bool = True,
+                  with_comm: bool = True) -> RunSummary:
     """One run's summary; ``on_read`` gets the bytes read from disk as they are read (for a progress bar);
-    ``folded=False`` keeps library frames in the frame answers (``--all-frames``).
+    ``folded=False`` keeps library frames in the frame answers (``--all-frames``); ``with_comm=False`` leaves the
+    communication answers out (benchmarks/bench_comm.py measures them).
 
     A rank file that cannot be read raises TraceError; with ``keep_going`` it is listed in ``damaged_files``
     instead and the other ranks are summarized (``ranks`` is empty when none could be read).
@@ -29,7 +34,7 @@ def summarize_run(run: RunFiles, top: int = 10, on_read: Callable[[int], object]
     damaged: list[DamagedFile] = []
     for path in run.files:
         try:
-            ranks.append(analyze_trace(path, top, on_read, peak, folded=folded))
+            ranks.append(analyze_trace(path, top, on_read, peak, folded=folded, with_comm=with_comm))
         except TraceError as exc:
             if not keep_going:
                 raise
@@ -40,9 +45,13 @@ def summarize_run(run: RunFiles, top: int = 10, on_read: Callable[[int], object]
     else:
         ranks.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.worker))
     rows = rank_rows(ranks) if len(ranks) > 1 else None
-    return RunSummary(label=run.label, path=run.path, ranks=ranks, comparison=rows,
-                      straggler=straggler(rows) if rows and not spans else None, skipped_files=list(run.skipped),
-                      damaged_files=damaged, spans=spans)
+    communication = run_comm(ranks, [d.file for d in damaged], top) if not spans and with_comm else None
+    slowest = straggler(rows) if rows and not spans else None
+    if communication is not None:
+        slowest = straggler_by_waits(ranks, communication.steps, slowest)
+    return RunSummary(label=run.label, path=run.path, ranks=ranks, comparison=rows, straggler=slowest,
+                      skipped_files=list(run.skipped), damaged_files=damaged, spans=spans,
+                      communication=communication)
 
 
 def span_runs(run: RunSummary) -> list[RunSummary]:

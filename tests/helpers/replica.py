@@ -1,6 +1,6 @@
 """A real trace replicated to a size: the benchmarks' big traces and the tests that need one (peak memory).
 
-    copies = replicate(FIXTURE, out, 100)                   # >= 100 MB of plain JSON, one ProfilerStep per copy
+    copies = replicate(FIXTURE, out, 100)                   # >= 100 MB of plain JSON, its steps renumbered per copy
     replicate(FIXTURE, out, 100, module_overrun=0.5)        # each copy's <module> frame runs into the next copy
 
 Each copy's timestamps, correlation ids and External ids are shifted, so the launch chain links every copy as it
@@ -15,6 +15,7 @@ from pathlib import Path
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "h200_dit_stack.pt.trace.json.gz"
 ID_SHIFT = 10**7
+STEP = "ProfilerStep#"
 MODULE_FRAME = "<module>"  # the function name of a script's outermost Python frame ("gpu_anchor.py(86): <module>")
 
 
@@ -29,6 +30,8 @@ def replicate(src: Path, out: Path, size_mb: float, metadata_once: bool = False,
         doc = json.load(f)
     events = doc.pop("traceEvents")
     timed = [e for e in events if "ts" in e]
+    steps = sorted({int(e["name"][len(STEP):]) for e in timed
+                    if str(e.get("name", "")).startswith(STEP) and e["name"][len(STEP):].isdigit()}) or [0]
     lo = min(e["ts"] for e in timed)
     span = max(e["ts"] + e.get("dur", 0) for e in timed) - lo + 500.0
     copies = 0
@@ -41,8 +44,10 @@ def replicate(src: Path, out: Path, size_mb: float, metadata_once: bool = False,
                     continue
                 e = dict(ev)
                 e["ts"] = ev["ts"] + copies * span
-                if e.get("name") == "ProfilerStep#4":
-                    e["name"] = f"ProfilerStep#{4 + copies}"
+                name = e.get("name")
+                if copies and isinstance(name, str) and name.startswith(STEP) and name[len(STEP):].isdigit():
+                    # N -> N + copies x the source's step numbers
+                    e["name"] = f"{STEP}{int(name[len(STEP):]) + copies * (steps[-1] - steps[0] + 1)}"
                 if module_overrun and ev.get("cat") == "python_function" and ev["name"].endswith(MODULE_FRAME):
                     e["dur"] = ev["dur"] + module_overrun * span
                 args = ev.get("args")

@@ -34,19 +34,23 @@ def missing_tool(what: str) -> NoReturn:
     pytest.skip(what)
 
 
-# pytest-xdist (the README's command runs two workers) hands out whole groups: one per test file, so a module's
-# fixtures (a corpus trace, a two-node job) are built once, and one for every Docker test, so a single private
-# engine serves them in one process (two engines would fight over iptables and the bridge).
-DOCKER_GROUP = "docker-engine"
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group into each test's id
+# pytest-xdist (the README's command runs two workers) hands out whole files, and every Docker test to one worker:
+# helpers/xdist_scopes.py says how and why. A Docker test lives under DOCKER_DIR, where that rule finds it.
 def pytest_collection_modifyitems(items):
+    from helpers.xdist_scopes import DOCKER_DIR
+
     for item in items:
         if any(item.get_closest_marker(name) for name in HEAVY_MARKERS) and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
-        group = DOCKER_GROUP if item.get_closest_marker("docker") else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+        if item.get_closest_marker("docker") and not item.nodeid.startswith(DOCKER_DIR):
+            raise pytest.UsageError(f"{item.nodeid}: a Docker test belongs under {DOCKER_DIR}, where the xdist "
+                                    "scheduler keeps every Docker test on one worker (helpers/xdist_scopes.py)")
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from helpers.xdist_scopes import FileScheduling
+
+    return FileScheduling(config, log)
 
 
 # Build and start-up times the Docker tests measured (tests/docker_tests/stack.py TIMINGS), printed once at the end

@@ -4,7 +4,9 @@ draws; the sidebar (runs, views, workers) does, inside the plugin's iframe."""
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 
 import pytest
 
@@ -25,8 +27,10 @@ def test_tensorboard_sidebar_shows_our_run(driver, tmp_path_factory):
     from selenium.webdriver.common.by import By
 
     logdir = tmp_path_factory.mktemp("ui") / "logdir"
-    land(cpu_trace(tmp_path_factory.getbasetemp()), logdir / "20261129-101500_infer_main" / "rank0_host.pt.trace.json")
     land(H200_TRACE, logdir / "h200_run" / "rank0_h200.pt.trace.json.gz")
+    ours = logdir / "20261129-101500_infer_main" / "rank0_host.pt.trace.json"
+    land(cpu_trace(tmp_path_factory.getbasetemp()), ours)
+    os.utime(ours, (time.time() + 60, time.time() + 60))  # the capture just made: the newest run, listed first
     port = free_port()
     server = launcher(logdir, port)
     try:

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from lightx2v.profiler_notice import fix_command
+
 from .checkout import STEPS, write_checkout
 from .stack import TIMINGS
 from .traces import RUN_GLOB, STRAIGHT_GLOB, traces
@@ -65,7 +67,9 @@ def test_serve_a_checkout_whose_inference_runs_elsewhere(tmp_path):
         TIMINGS["no Docker, original module: landed -> listed"] = f"{listed - landed:.1f} s"
         assert listed - landed < 10
 
-        fix = f"cp {REPO_ROOT / 'lightx2v' / 'utils' / 'torch_trace_profiler.py'} {checkout}/lightx2v/utils/"
+        fix = fix_command(str(checkout))  # `cp <this module> <checkout>/...`, or the command once it is installed
+        assert fix.startswith((f"cp {REPO_ROOT / 'lightx2v' / 'utils' / 'torch_trace_profiler.py'} {checkout}/",
+                               f"lightx2v-install-profiler {checkout}"))
         wait_until(lambda: NOTICE in serve.output(), 60, what="the notice in serve's log")
         assert serve.output().count(NOTICE) == 1 and fix in serve.output()
         _, _, page = http_get(f"http://127.0.0.1:{browser}/")

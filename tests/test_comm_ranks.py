@@ -129,9 +129,8 @@ def test_a_missing_or_cut_rank_file_is_said_and_the_rest_kept(job, tmp_path):
         assert f"1 damaged file ({damaged})" in run.communication.notes[0]
 
 
-def test_ranks_of_another_run_are_said(job, tmp_path):
-    if job["ranks"] != 4:
-        pytest.skip("one mix is enough: the 4-rank job's ranks beside a file of another world size")
+@pytest.mark.parametrize("job", ["four"], indirect=True)  # one mix is enough: the 4-rank job's ranks beside a file
+def test_ranks_of_another_run_are_said(job, tmp_path):  # of another world size
     mixed = tmp_path / "mixed"
     shutil.copytree(job["dir"], mixed)
     (rank0,) = mixed.glob("rank0_*.pt.trace.json")

@@ -32,6 +32,7 @@ from lightx2v.trace_browser.offline import (
     timeline_window,
 )
 
+from conftest import missing_tool
 from helpers.steps_trace import steps_trace
 
 JSON = "application/json"
@@ -64,7 +65,7 @@ def refused(call) -> tuple[int, str]:
 @pytest.fixture
 def viewer_ready(root):
     if offline.timeline.missing():
-        pytest.skip("the offline Timeline is not installed here")
+        missing_tool("the offline Timeline is not installed here: python -m lightx2v.assets install")
 
 
 # --- URLs ---------------------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import torch
 from lightx2v.utils import torch_trace_profiler
 from lightx2v.utils.torch_trace_profiler import TorchTraceProfileConfig, TorchTraceProfileContext, TorchTraceProfiler
 
-from conftest import REPO_ROOT, subprocess_env
+from conftest import REPO_ROOT, missing_tool, subprocess_env
 from helpers.procs import wait_until
 from helpers.traces import PLUGIN_TRACE_RE, event_names, load_trace, plugin_traces
 
@@ -213,7 +213,7 @@ def test_a_logdir_that_cannot_take_a_file_is_one_line_and_the_result(tmp_path, f
     even an empty one (torch's exporter does not notice when the one write of a small trace fails at close: the
     drop-in does, by the file's end)."""
     if fault in NEEDS_A_MOUNT and not mount_namespaces_work():
-        pytest.skip("needs a mount namespace (`unshare -m`, root) for a real full or read-only filesystem")
+        missing_tool("needs a mount namespace (`unshare -m`, root) for a real full or read-only filesystem")
     root = tmp_path / "disk"
     root.mkdir()
     script = textwrap.dedent(f"""

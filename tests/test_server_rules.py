@@ -28,6 +28,7 @@ from lightx2v.trace_browser.server import (
     write_discovery,
 )
 
+from conftest import missing_tool
 from helpers.steps_trace import steps_trace
 
 UI = "https://ui.example"
@@ -270,7 +271,7 @@ def test_the_overview_and_compare_routes_answer_their_pages(server, steps, root)
 
 def test_the_static_files_are_served_with_a_long_cache(server):
     if offline.timeline.missing():
-        pytest.skip("the offline Timeline is not installed here")
+        missing_tool("the offline Timeline is not installed here: python -m lightx2v.assets install")
     answer = get(server, "/assets/webcomponents.min.js")
     assert (answer.status, answer.headers["Content-Type"], answer.headers["Cache-Control"]) == (
         200, "application/javascript; charset=utf-8", "max-age=3600")

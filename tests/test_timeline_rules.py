@@ -18,6 +18,8 @@ from lightx2v.assets import ENV_ASSETS_DIR, INSTALL_COMMAND, WEBCOMPONENTS, find
 from lightx2v.trace_browser import timeline
 from lightx2v.trace_browser.timeline import missing, polyfill_path, render_timeline, viewer_path
 
+from conftest import missing_tool
+
 POLYFILL_MISSING = f"the Web Components polyfill (webcomponents.js@0.7.24): run `{INSTALL_COMMAND}`"
 VIEWER_MISSING = "Chromium's trace viewer, installed with torch-tb-profiler: run `pip install torch-tb-profiler`"
 
@@ -49,7 +51,7 @@ def polyfill(tmp_path, monkeypatch) -> Path:
     """An assets folder holding the installed polyfill (a copy of the one this machine has)."""
     installed = find(WEBCOMPONENTS)
     if installed is None:
-        pytest.skip("the polyfill is not installed here: python -m lightx2v.assets install")
+        missing_tool("the polyfill is not installed here: python -m lightx2v.assets install")
     folder = tmp_path / "assets"
     (folder / "webcomponents.js-0.7.24").mkdir(parents=True)
     shutil.copy(installed, folder / "webcomponents.js-0.7.24" / "webcomponents.min.js")

@@ -98,3 +98,12 @@ def test_absent_times_and_names_read_unset_and_json_has_no_nan():
     assert record == Event(ph="X", cat="cpu_op") and record.ts is UNSET and record.name is UNSET
     with pytest.raises(msgspec.DecodeError):
         EVENT.decode(b'{"ts": NaN}')
+
+
+def test_times_keep_their_json_number_type_and_memory_arguments_tell_absent_from_null():
+    record = EVENT.decode(b'{"ph": "X", "ts": 5, "dur": 2.5, "args": {"Bytes": 8, "Addr": 1}}')
+    assert (record.ts, type(record.ts), record.dur) == (5, int, 2.5)  # the Timeline's index writes 5, not 5.0
+    assert (record.args.alloc_bytes, record.args.addr, record.args.total_reserved) == (8, 1, UNSET)
+    for key in ("Bytes", "Total Allocated", "Total Reserved", "Device Type", "Device Id", "Addr"):
+        with pytest.raises(msgspec.ValidationError):  # null is no integer: the memory rule says so, generically
+            EVENT.decode(orjson.dumps({"args": {key: None}}))

@@ -16,7 +16,7 @@ import os
 from array import array
 from collections.abc import Callable
 
-from . import intervals, memory
+from . import intervals, memory, reader
 from .attribution import group_keys, launches
 from .collect import SKIP_HEAD, SKIP_HEAD_FRAMES, Collected, malformed_field
 from .cpu_ops import cpu_op_stats
@@ -39,23 +39,29 @@ __all__ = ["IDLE_FLAG_RATIO", "SKIP_HEAD", "analyze_trace", "malformed_field", "
 
 def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | None = None,
                   peak: PeakSpec | None = None, target_pct: float = TARGET_PCT,
-                  with_efficiency: bool = True, with_frames: bool = True, folded: bool = True) -> RankSummary:
+                  with_efficiency: bool = True, with_frames: bool = True, folded: bool = True,
+                  typed: bool | None = None) -> RankSummary:
     """Read ``path`` once and summarize it; raises TraceError for files that are not complete traces.
 
     ``on_read``: progress callback, see ``TraceStream``; ``peak`` (``--peak``) replaces the device's peak table
     row, ``target_pct`` the share of the roofline headroom is counted against (``efficiency``);
     ``with_efficiency=False`` leaves the efficiency answers out (benchmarks/bench_efficiency.py measures them),
     ``with_frames=False`` the Python frames (never decoded then; benchmarks/bench_frames.py); ``folded=False``
-    keeps torch's, the standard library's and site-packages' frames in the frame tree (``frames``).
+    keeps torch's, the standard library's and site-packages' frames in the frame tree (``frames``). ``typed``:
+    the typed reading pass (default ``reader.TYPED``) or the generic one (dicts; same answers, slower).
     """
+    typed = reader.TYPED if typed is None else typed
     skip = (SKIP_HEAD_FOLDED if folded else SKIP_HEAD_FRAMES) if with_frames else SKIP_HEAD
-    stream = TraceStream(path, skip_head=skip, on_read=on_read)
+    stream = TraceStream(path, skip_head=skip, on_read=on_read, typed=typed)
     c = Collected(shapes_of=MODELED if with_efficiency else frozenset(),
                   frames=keeps(folded) if with_frames else None)
     mem = memory.MemoryEvents(c.count_malformed)
     c.attach(mem)
     for batch in stream.batches():
-        c.feed(batch)
+        if typed:
+            c.feed_records(batch, stream.generic_of, stream.generic)
+        else:
+            c.feed(batch)
     return summarize_collected(c, path, stream, top, mem, peak, target_pct, with_efficiency, folded)
 
 

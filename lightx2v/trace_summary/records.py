@@ -35,7 +35,10 @@ error. A value of another type (a string where a number goes, null, NaN, an inte
 decode (msgspec names the event: "at `$[12].ts`"): the reader must then decode that event generically and hand it to
 the pass's malformed-event rules (one line per field and problem), never fail the file on it. An absent ``name``,
 ``ts`` or ``dur`` is ``UNSET`` (JSON null fails the decode instead), so those rules can tell "missing" from "not a
-number". Integers beyond 64 bits decode as Python ints (into a float field, as floats), as the stdlib parser does.
+number"; so is an absent ``[memory]`` argument. Times keep the JSON's number type (an integer stays an int), and
+integers beyond 64 bits decode as Python ints, as the stdlib parser reads them (a float beyond a double's range
+fails the decode). Decoding costs grow with the fields an ``Args`` names (each struct is filled with every
+default): a field is added only when an analysis reads it.
 """
 
 from __future__ import annotations
@@ -61,13 +64,14 @@ class Args(msgspec.Struct, gc=False):
     input_type: msgspec.Raw = msgspec.field(name="Input type", default=NO_RAW)
     concrete_inputs: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=NO_RAW)
     flops: int | None = None
-    # [memory] instants (profile_memory=True)
-    alloc_bytes: int | None = msgspec.field(name="Bytes", default=None)
-    total_allocated: int | None = msgspec.field(name="Total Allocated", default=None)
-    total_reserved: int | None = msgspec.field(name="Total Reserved", default=None)
-    device_type: int | None = msgspec.field(name="Device Type", default=None)
-    device_id: int | None = msgspec.field(name="Device Id", default=None)
-    addr: int | None = msgspec.field(name="Addr", default=None)
+    # [memory] instants (profile_memory=True): UNSET where absent, and JSON null fails the decode, as the memory
+    # rules tell a missing value from one that is no integer
+    alloc_bytes: int | UnsetType = msgspec.field(name="Bytes", default=UNSET)
+    total_allocated: int | UnsetType = msgspec.field(name="Total Allocated", default=UNSET)
+    total_reserved: int | UnsetType = msgspec.field(name="Total Reserved", default=UNSET)
+    device_type: int | UnsetType = msgspec.field(name="Device Type", default=UNSET)
+    device_id: int | UnsetType = msgspec.field(name="Device Id", default=UNSET)
+    addr: int | UnsetType = msgspec.field(name="Addr", default=UNSET)
     # collectives (record_param_comms, and the NCCL/RCCL kernel it launched)
     collective: str | None = msgspec.field(name="Collective name", default=None)
     dtype: str | None = None
@@ -96,8 +100,8 @@ class Event(msgspec.Struct, gc=False):
     name: str | UnsetType = UNSET
     pid: int | str | None = None
     tid: int | str | None = None
-    ts: float | UnsetType = UNSET
-    dur: float | UnsetType = UNSET
+    ts: int | float | UnsetType = UNSET  # as written: an integer stays one (the Timeline's index keeps it so)
+    dur: int | float | UnsetType = UNSET
     id: int | str | None = None
     args: Args | None = None
 

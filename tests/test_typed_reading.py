@@ -1,0 +1,159 @@
+"""The typed reading pass against the generic (dict) one: the same answers, byte for byte.
+
+The summary's ``--json``, ``--diff --json`` and the Timeline's step index, each made both ways (``reader.TYPED``,
+the switch the command reads) on the three committed corpora (the H200 fixture, HTA's traces, torch-tb-profiler's
+samples), and the summary of one trace holding each class of malformed event, each compared whole. The typed
+decoder's fallbacks (an odd value, a piece cut inside a string) are driven on purpose here.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from lightx2v.trace_summary import __main__ as cli
+from lightx2v.trace_summary import reader
+from lightx2v.trace_summary.analyze import analyze_trace
+from lightx2v.trace_summary.model import RankSummary
+from lightx2v.trace_summary.reader import TraceStream
+from lightx2v.trace_summary.records import Event
+
+from conftest import FIXTURES, H200_TRACE
+from helpers.summary import cpu_op, kernel, step_events, trace_doc, write_json
+
+CORPUS = sorted(p for p in FIXTURES.rglob("*.json.gz") if not p.name.endswith("_et.json.gz"))
+RUN_DIRS = sorted({p.parent for p in FIXTURES.joinpath("tb_plugin").rglob("*.json.gz")})
+DIFFS = [(FIXTURES / "hta/trace_diff/control", FIXTURES / "hta/trace_diff/test"),
+         (FIXTURES / "hta/trace_compare/base", FIXTURES / "hta/trace_compare/test"),
+         (RUN_DIRS[0], RUN_DIRS[1]),
+         (H200_TRACE, FIXTURES / "hta/ns_resolution_trace")]
+
+
+def both_ways(monkeypatch, capsys, *argv: str) -> tuple[str, str]:
+    """The command's stdout with the typed pass and with the generic one (exit status 0 both times)."""
+    out = []
+    for typed in (True, False):
+        monkeypatch.setattr(reader, "TYPED", typed)
+        assert cli.main(list(argv)) == 0
+        out.append(capsys.readouterr().out)
+    return out[0], out[1]
+
+
+def corpus_id(path) -> str:
+    return str(path.relative_to(FIXTURES))
+
+
+@pytest.mark.parametrize("path", CORPUS + RUN_DIRS, ids=corpus_id)
+def test_the_summary_json_is_the_same_read_typed_or_generic(monkeypatch, capsys, path):
+    typed, generic = both_ways(monkeypatch, capsys, str(path), "--json")
+    assert json.loads(typed)["runs"][0]["ranks"]  # a real answer, not two empty ones
+    assert typed == generic
+
+
+@pytest.mark.parametrize("base,new", DIFFS, ids=lambda p: corpus_id(p).replace("/", "."))
+def test_the_diff_json_is_the_same_read_typed_or_generic(monkeypatch, capsys, base, new):
+    typed, generic = both_ways(monkeypatch, capsys, "--diff", str(base), str(new), "--json")
+    assert json.loads(typed)["ranks"]
+    assert typed == generic
+
+
+# --- malformed events: the classes the hardening covered, each decoded typed where it can be ---------------------
+
+GOOD = [*step_events("ProfilerStep#1", 0, 1000, 5, 990), kernel("gemm_kernel", 10, 400),
+        kernel("gemm_kernel", 450, 800), cpu_op("aten::mm", 5, 300), cpu_op("aten::add", 310, 320),
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": 7, "ts": 1000500, "dur": 20,
+         "args": {"bytes": 4096}}]
+K, OP = kernel("bad_kernel", 900, 950), cpu_op("aten::bad", 900, 950)
+MEM = {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 1000100.0, "s": "t",
+       "args": {"Addr": 1, "Bytes": 8, "Total Allocated": 8, "Total Reserved": 16, "Device Type": 1, "Device Id": 0}}
+DROP = object()
+
+
+def broken(template: dict, args: dict | None = None, **fields: object) -> dict:
+    event = copy.deepcopy(template)
+    for where, changes in ((event, fields), (event.get("args", {}), args or {})):
+        for key, value in changes.items():
+            if value is DROP:
+                del where[key]
+            else:
+                where[key] = value
+    return event
+
+
+MALFORMED = {  # each: typed records that a rule rejects, and values the typed decoder rejects (decoded generically)
+    "dur negative": [broken(K, dur=-50.0), broken(OP, dur=-1)],
+    "ts not a number": [broken(OP, ts="5130951173000"), broken(K, ts=True), broken(K, ts=None)],
+    "ts missing": [broken(K, ts=DROP)],
+    "dur missing": [broken(OP, dur=DROP)],
+    "dur not a number": [broken(K, dur=[1])],
+    "ts not finite": [broken(K, ts=1e400)],  # written as Infinity: the piece is read event by event
+    "ts beyond a double": [broken(K, ts=10 ** 400)],
+    "name not a string": [broken(K, name=7), broken(OP, name={"x": 1})],
+    "name missing": [broken(OP, name=DROP)],
+    "pid/tid unusable": [broken(OP, tid=[1, 2]), broken(K, pid={"a": 1}), broken(OP, pid=1.5)],
+    "cat not a string": [broken(K, cat=["kernel"])],
+    "bytes odd": [broken(GOOD[-1], args={"bytes": -4096}), broken(GOOD[-1], args={"bytes": 1.5}),
+                  broken(GOOD[-1], args={"bytes": None})],
+    "ids odd": [broken(OP, args={"External id": "7"}), broken(K, args={"correlation": 2 ** 64}),
+                broken(OP, args={"External id": None}), broken(K, args={"External id": True})],
+    "args no object": [broken(OP) | {"args": [1]}, broken(K) | {"args": None}],
+    "memory": [broken(MEM, ts=DROP), broken(MEM, ts="5"), broken(MEM, args={"Bytes": DROP}),
+               broken(MEM, args={"Bytes": None}), broken(MEM, args={"Addr": 8.0}),
+               broken(MEM, args={"Total Reserved": None}), broken(MEM, args={"Total Reserved": DROP}),
+               broken(MEM, args={"Bytes": 1 << 63}), broken(MEM, args={"Device Id": True}),
+               broken(MEM) | {"args": None}, broken(MEM) | {"args": [1]}, broken(MEM, pid=[1]),
+               broken(MEM, name="[OutOfMemory]")],
+    "a name holding a cut": [broken(OP, name="aten::x }, { y"), broken(K, name='k "}, {" \\ z')],
+}
+
+
+def summary_both_ways(path) -> tuple[RankSummary, RankSummary]:
+    typed, generic = (analyze_trace(str(path), typed=typed) for typed in (True, False))
+    return typed, generic
+
+
+@pytest.mark.parametrize("kind", MALFORMED)
+def test_each_malformed_class_gets_the_same_answers_and_reasons_typed_or_generic(tmp_path, kind):
+    events = [*GOOD, MEM, *MALFORMED[kind], *GOOD[-3:]]
+    path = write_json(tmp_path / "t.pt.trace.json", trace_doc(events))
+    typed, generic = summary_both_ways(path)
+    assert repr(typed) == repr(generic)  # every figure, every float to the last digit
+    assert typed.skipped_events or kind in ("ids odd", "args no object", "a name holding a cut")
+
+
+def test_the_typed_reader_decodes_only_the_events_it_must_generically(tmp_path):
+    odd = broken(K, ts="5")
+    path = write_json(tmp_path / "t.pt.trace.json", trace_doc([*GOOD, odd, *GOOD]), indent=None)
+    stream = TraceStream(str(path), typed=True)
+    kinds = []
+    for batch in stream.batches():
+        kinds += [type(e) for e in batch]
+        assert stream.generic == [i for i, e in enumerate(batch) if type(e) is dict]
+    # the odd event and the array's last one (decoded exactly at the end of the stream) are dicts, the rest typed
+    assert kinds == [Event] * len(GOOD) + [dict] + [Event] * (len(GOOD) - 1) + [dict]
+
+
+def test_a_rejected_record_is_decoded_again_from_its_bytes(tmp_path):
+    bad = broken(K, dur=-5.0)
+    path = write_json(tmp_path / "t.pt.trace.json", trace_doc([*GOOD, bad, *GOOD]))
+    stream = TraceStream(str(path), typed=True, chunk_bytes=1 << 20)
+    batch = next(stream.batches())
+    (record,) = [e for e in batch if isinstance(e, Event) and e.dur == -5.0]
+    assert stream.generic_of(record) == bad
+    assert [stream.generic_of(e) for e in batch[:len(GOOD)]] == GOOD
+
+
+def test_a_piece_cut_inside_a_string_is_read_event_by_event_each_typed(tmp_path):
+    events = [cpu_op(f"op{i}", i, i + 1) for i in range(300)]
+    events[150]["name"] = "a }, { b"
+    path = write_json(tmp_path / "t.pt.trace.json", trace_doc(events), indent=None)
+    got = []
+    for chunk in (64, 256, 1 << 20):
+        stream = TraceStream(str(path), typed=True, chunk_bytes=chunk)
+        got = []
+        for batch in stream.batches():
+            got += batch
+        assert [e.name if isinstance(e, Event) else e["name"] for e in got] == [e["name"] for e in events]
+    assert sum(isinstance(e, Event) for e in got) >= 298

@@ -105,6 +105,13 @@ MALFORMED = {  # each: typed records that a rule rejects, and values the typed d
                broken(MEM, args={"Bytes": 1 << 63}), broken(MEM, args={"Device Id": True}),
                broken(MEM) | {"args": None}, broken(MEM) | {"args": [1]}, broken(MEM, pid=[1]),
                broken(MEM, name="[OutOfMemory]")],
+    "frames": [{"ph": "X", "cat": "python_function", "name": "lib/python3.11/site-packages/x.py(1): f", "pid": 1,
+                "tid": 1, "ts": "5", "dur": 1},  # a frame the fold drops: never looked at, either way
+               {"ph": "X", "cat": "python_function", "name": "torch/nn/m.py(3): g", "pid": 1, "tid": 1, "dur": 1},
+               {"ph": "X", "cat": "python_function", "name": "lib/python3.11/site-packages/y.py(2): h", "pid": 1,
+                "tid": 1, "dur": -1},
+               {"ph": "X", "cat": "python_function", "name": "model.py(7): forward", "pid": 1, "tid": 1,
+                "ts": 1000200, "dur": -1}],  # one kept: its bad dur is said
     "a name holding a cut": [broken(OP, name="aten::x }, { y"), broken(K, name='k "}, {" \\ z')],
 }
 

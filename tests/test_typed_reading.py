@@ -164,3 +164,18 @@ def test_a_piece_cut_inside_a_string_is_read_event_by_event_each_typed(tmp_path)
             got += batch
         assert [e.name if isinstance(e, Event) else e["name"] for e in got] == [e["name"] for e in events]
     assert sum(isinstance(e, Event) for e in got) >= 298
+
+
+def test_a_collective_s_metadata_is_read_again_from_its_bytes_for_its_events_only(tmp_path):
+    comm = {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 1000600, "dur": 5,
+            "args": {"External id": 9, "Collective name": "allreduce", "Group size": 2, "Process Group Ranks": [0, 1],
+                     "Seq": 3}}
+    odd = broken(comm, args={"Group size": 2.5, "Seq": 4})
+    path = write_json(tmp_path / "t.pt.trace.json", trace_doc([*GOOD, comm, odd, *GOOD]))
+    stream = TraceStream(str(path), typed=True)
+    batch = next(stream.batches())
+    collectives = [e for e in batch if e.args is not None and e.args.collective is not None]
+    assert len(collectives) == 2 and stream.generic == []  # both typed: their metadata is not decoded yet
+    first = stream.comm_of(collectives[0])
+    assert (first.collective, first.group_size, first.pg_ranks, first.seq) == ("allreduce", 2, [0, 1], 3)
+    assert stream.comm_of(collectives[1]) is None and stream.generic_of(collectives[1]) == odd

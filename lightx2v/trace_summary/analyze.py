@@ -59,7 +59,7 @@ def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | N
     c.attach(mem)
     for batch in stream.batches():
         if typed:
-            c.feed_records(batch, stream.generic_of, stream.generic)
+            c.feed_records(batch, stream, stream.generic)
         else:
             c.feed(batch)
     return summarize_collected(c, path, stream, top, mem, peak, target_pct, with_efficiency, folded)

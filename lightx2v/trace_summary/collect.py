@@ -49,7 +49,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from .reader import generic_value
-from .records import NO_RAW, UNSET, Event
+from .records import NO_RAW, UNSET, Comm, Event
 
 STEP_PREFIX = "ProfilerStep#"
 # The record_function labels torch opens itself, which older kineto writes as ops (``cpu_op``/``Operator``): the
@@ -87,6 +87,14 @@ class Collector(Protocol):
     categories: frozenset[str]
 
     def feed(self, event: dict[str, Any]) -> None: ...
+
+
+class RecordSource(Protocol):
+    """Where a typed batch was read (``reader.TraceStream``): its events' bytes, decoded again on demand."""
+
+    def generic_of(self, record: Event) -> Any: ...
+
+    def comm_of(self, record: Event) -> Comm | None: ...
 
 
 class Collected:
@@ -140,12 +148,12 @@ class Collected:
             self._extra[cat] = collector.feed
             self._extra_records[cat] = (getattr(collector, "feed_record", None), collector.feed)
 
-    def feed_records(self, batch: list[Any], generic_of: Callable[[Event], Any], generic_at: Sequence[int] = ()) \
-            -> None:
+    def feed_records(self, batch: list[Any], source: RecordSource, generic_at: Sequence[int] = ()) -> None:
         """The typed pass's hot loop: ``feed``'s rules over :class:`records.Event` (the reader's typed batch).
 
         ``generic_at``: where the batch holds dicts (``TraceStream.generic``), fed to ``feed`` in file order;
-        ``generic_of(record)``: the record decoded generically, for the dict path's rule when one rejects it.
+        ``source`` (the stream): ``generic_of(record)``, the record decoded generically, for the dict path's rule
+        when one rejects it, and ``comm_of(record)``, a collective's metadata.
         Typed values are the declared types (anything else was decoded generically), so only the checks that
         such values can fail remain: times absent (UNSET), out of range or negative, a name absent.
         """
@@ -153,11 +161,11 @@ class Collected:
             at = 0
             for i in generic_at:
                 if i > at:
-                    self.feed_records(batch[at:i], generic_of)
+                    self.feed_records(batch[at:i], source)
                 self.feed(batch[i:i + 1])
                 at = i + 1
             if at < len(batch):
-                self.feed_records(batch[at:], generic_of)
+                self.feed_records(batch[at:], source)
             return
         self.events += len(batch)
         skip, cpu_cats, label_cats, kernel_cats, mem_cats = self.skip, CPU_OP_CATS, LABEL_CATS, KERNEL_CATS, MEM_CATS
@@ -176,7 +184,7 @@ class Collected:
         fr_thread, fr_name, fr_ts, fr_dur = (self.fr_thread.append, self.fr_name.append, self.fr_ts.append,
                                              self.fr_dur.append)
         span_lo, span_hi = self.span_lo, self.span_hi
-        big, reject, unset = _FLOAT_MAX, self._reject, UNSET
+        big, reject, unset, generic_of = _FLOAT_MAX, self._reject, UNSET, source.generic_of
         base = self.base if self.base is not None else self._base_of_records(batch)
         for ev in batch:
             cat = ev.cat

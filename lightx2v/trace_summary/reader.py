@@ -43,7 +43,7 @@ from typing import IO, Any
 import msgspec
 
 from .errors import TraceError
-from .records import EVENT, EVENTS, Event
+from .records import COMM_EVENT, EVENT, EVENTS, Comm, Event
 
 
 def _stdlib_loads(data: memoryview) -> Any:
@@ -182,15 +182,27 @@ class TraceStream:
         """``record`` (an event of the typed batch just yielded) decoded generically from its bytes: what the dict
         path would have read, for the rule that rejected it to say why (off the hot path: the batch's events are
         located once, at the first call)."""
+        return generic_value(self._bytes_of(record))
+
+    def comm_of(self, record: Event) -> Comm | None:
+        """The collective's metadata of ``record`` (one of the typed batch just yielded, whose ``args.collective``
+        is set), read from its bytes; None when a value has another type than :class:`records.Comm` declares
+        (``generic_of`` then reads it as the dict path does)."""
+        try:
+            return COMM_EVENT.decode(self._bytes_of(record)).args
+        except msgspec.ValidationError:
+            return None
+
+    def _bytes_of(self, record: Event) -> Any:
         if self._index is None:
             self._index = {id(r): i for i, r in enumerate(self._batch)}
             if self._spans is None and self._raws is None:
                 self._raws = _RAWS.decode(self._piece)
         i = self._index[id(record)]
         if self._raws is not None:
-            return generic_value(self._raws[i])
+            return self._raws[i]
         start, end = self._spans[i]  # type: ignore[index]
-        return generic_value(memoryview(self._piece)[start:end])
+        return memoryview(self._piece)[start:end]
 
     def batches(self) -> Iterator[list[Any]]:
         """The events in lists (one per buffer chunk): far fewer generator hops than one event at a time; dicts,

@@ -26,10 +26,11 @@ from __future__ import annotations
 import math
 from array import array
 from dataclasses import dataclass
+from itertools import compress
 
 from .collect import NO_ID, Collected
 from .enclosing import NONE, Enclosing
-from .ids import IdIndex, contains, distinct_sorted, nondecreasing
+from .ids import IdIndex, nondecreasing
 from .model import LaunchLinks
 
 AGREE_SHARE = 0.99  # External id is trusted for events without a launch record when it agrees this often
@@ -117,8 +118,9 @@ def _ops_by_external_id(c: Collected) -> IdIndex:
         return IdIndex(array("q"))
     if nondecreasing(c.op_ext):
         return IdIndex(c.op_ext, in_order=True)
-    wanted = distinct_sorted(x for x in c.g_ext if x != NO_ID)
-    chosen = array("q", (i for i, x in enumerate(c.op_ext) if contains(wanted, x)))
+    wanted = set(c.g_ext)
+    wanted.discard(NO_ID)
+    chosen = array("q", compress(range(len(c.op_ext)), map(wanted.__contains__, c.op_ext)))  # C-level, per op
     return IdIndex(array("q", map(c.op_ext.__getitem__, chosen)), chosen)
 
 

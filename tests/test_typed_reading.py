@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import asdict
 
 import pytest
 
+from lightx2v.trace_browser.step_index import PIECE_BYTES, build_index
 from lightx2v.trace_summary import __main__ as cli
 from lightx2v.trace_summary import reader
 from lightx2v.trace_summary.analyze import analyze_trace
@@ -179,3 +181,11 @@ def test_a_collective_s_metadata_is_read_again_from_its_bytes_for_its_events_onl
     first = stream.comm_of(collectives[0])
     assert (first.collective, first.group_size, first.pg_ranks, first.seq) == ("allreduce", 2, [0, 1], 3)
     assert stream.comm_of(collectives[1]) is None and stream.generic_of(collectives[1]) == odd
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=corpus_id)
+@pytest.mark.parametrize("piece", [PIECE_BYTES, 1 << 14], ids=["4MB", "16KB"])
+def test_the_step_index_is_the_same_read_typed_or_generic(path, piece):
+    typed, generic = (json.dumps(asdict(build_index(str(path), piece, typed=typed))) for typed in (True, False))
+    assert json.loads(typed)["chunks"]
+    assert typed == generic

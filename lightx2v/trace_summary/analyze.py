@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from array import array
 from collections.abc import Callable
+from typing import Any, Protocol
 
 from . import intervals, memory, reader
 from .attribution import group_keys, launches
@@ -37,10 +38,18 @@ from .steps import IDLE_FLAG_RATIO, idle_total, step_stats
 __all__ = ["IDLE_FLAG_RATIO", "SKIP_HEAD", "analyze_trace", "malformed_field", "percent", "summarize_collected"]
 
 
+class AlsoRead(Protocol):
+    """Another answer made in the same pass (the Timeline's step index): fed every batch the stream yields."""
+
+    def feed(self, batch: list[Any], stream: TraceStream) -> None: ...
+
+    def finish(self, stream: TraceStream) -> None: ...
+
+
 def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | None = None,
                   peak: PeakSpec | None = None, target_pct: float = TARGET_PCT,
                   with_efficiency: bool = True, with_frames: bool = True, folded: bool = True,
-                  typed: bool | None = None) -> RankSummary:
+                  typed: bool | None = None, also: AlsoRead | None = None) -> RankSummary:
     """Read ``path`` once and summarize it; raises TraceError for files that are not complete traces.
 
     ``on_read``: progress callback, see ``TraceStream``; ``peak`` (``--peak``) replaces the device's peak table
@@ -48,11 +57,12 @@ def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | N
     ``with_efficiency=False`` leaves the efficiency answers out (benchmarks/bench_efficiency.py measures them),
     ``with_frames=False`` the Python frames (never decoded then; benchmarks/bench_frames.py); ``folded=False``
     keeps torch's, the standard library's and site-packages' frames in the frame tree (``frames``). ``typed``:
-    the typed reading pass (default ``reader.TYPED``) or the generic one (dicts; same answers, slower).
+    the typed reading pass (default ``reader.TYPED``) or the generic one (dicts; same answers, slower);
+    ``also``: another answer fed the same batches (its events are then all decoded, generically too).
     """
     typed = reader.TYPED if typed is None else typed
     skip = (SKIP_HEAD_FOLDED if folded else SKIP_HEAD_FRAMES) if with_frames else SKIP_HEAD
-    stream = TraceStream(path, skip_head=skip, on_read=on_read, typed=typed)
+    stream = TraceStream(path, skip_head=skip if also is None else None, on_read=on_read, typed=typed)
     c = Collected(shapes_of=MODELED if with_efficiency else frozenset(),
                   frames=keeps(folded) if with_frames else None)
     mem = memory.MemoryEvents(c.count_malformed)
@@ -62,6 +72,10 @@ def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | N
             c.feed_records(batch, stream, stream.generic)
         else:
             c.feed(batch)
+        if also is not None:
+            also.feed(batch, stream)
+    if also is not None:
+        also.finish(stream)
     return summarize_collected(c, path, stream, top, mem, peak, target_pct, with_efficiency, folded)
 
 

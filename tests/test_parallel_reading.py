@@ -1,0 +1,160 @@
+"""Ranks side by side (lightx2v.trace_summary.parallel): real worker processes read real files; their answers equal
+one process's, in the files' order; a file that cannot be read, a worker killed mid-read, a worker that fails are
+each reported for their file while the other answers stand; the bytes read add up across workers; an interrupt
+leaves no worker behind. A worker is held still by a named pipe as its "trace" (it waits to open it), so each
+test decides when it ends: no sleeps, no timing."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import signal
+
+import pytest
+
+from lightx2v.trace_summary import parallel
+from lightx2v.trace_summary.discover import RunFiles
+from lightx2v.trace_summary.errors import TraceError
+from lightx2v.trace_summary.parallel import plan_workers, read_files, worker_peak
+from lightx2v.trace_summary.summarize import summarize_runs
+
+from conftest import FIXTURES, H200_TRACE
+
+TB_RUN = FIXTURES / "tb_plugin" / "resnet50_num_workers_0"
+
+
+def first_bytes(path: str, on_read=None) -> bytes:
+    """A worker's work: the file's first 16 bytes (a TraceError for a missing one), counting them as read."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(16)
+    except FileNotFoundError:
+        raise TraceError(path, "no such file") from None
+    if on_read is not None:
+        on_read(len(data))
+    return data
+
+
+def fails(path: str, on_read=None) -> bytes:
+    if path.endswith("bug"):
+        raise ZeroDivisionError("a bug")
+    return first_bytes(path, on_read)
+
+
+@pytest.fixture
+def fifo(tmp_path):
+    path = tmp_path / "held.pt.trace.json"
+    os.mkfifo(path)
+    return str(path)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_workers_are_bounded_by_the_files_the_cores_and_the_memory_the_largest_needs(tmp_path):
+    files = []
+    for i in range(6):
+        p = tmp_path / f"rank{i}.json"
+        p.write_bytes(b" " * (100 << 20 if i == 0 else 1000))
+        files.append(str(p))
+    big = worker_peak(files[0])
+    assert big == parallel.WORKER_BASE_BYTES + int(parallel.WORKER_PEAK_SHARE * (100 << 20))
+    assert plan_workers(files, cores=4, memory=1 << 40) == 4
+    assert plan_workers(files, cores=64, memory=1 << 40) == 6
+    assert plan_workers(files, cores=64, memory=int(3 * big / parallel.MEMORY_SHARE)) == 3
+    assert plan_workers(files, cores=64, memory=1) == 1
+    assert plan_workers(files[:1], cores=64, memory=1 << 40) == 1
+
+
+def test_a_gzip_files_peak_counts_its_json_from_the_trailer(tmp_path):
+    gz = tmp_path / "t.json.gz"
+    gz.write_bytes(gzip.compress(b"[" + b" " * 50_000_000 + b"]"))  # compresses ~1000x: the trailer tells
+    assert parallel.json_bytes(str(gz)) == 50_000_002
+    assert parallel.json_bytes(str(H200_TRACE)) == max(len(gzip.decompress(H200_TRACE.read_bytes())),
+                                                       parallel.GZIP_RATIO * H200_TRACE.stat().st_size)
+    assert parallel.json_bytes(str(tmp_path / "missing")) == 0
+
+
+def test_answers_come_back_in_the_files_order_and_the_bytes_read_add_up(tmp_path):
+    files = [str(p) for p in sorted(FIXTURES.rglob("*.json.gz"))[:5]]
+    counted: list[int] = []
+    got = read_files(files, first_bytes, on_read=counted.append, workers=3)
+    assert got == [first_bytes(f) for f in files]
+    assert sum(counted) == 16 * len(files)
+
+
+def test_a_file_that_cannot_be_read_and_a_failing_worker_are_their_files_errors(tmp_path):
+    files = [str(H200_TRACE), str(tmp_path / "missing.json"), str(tmp_path / "bug"), str(TB_RUN)]
+    (tmp_path / "bug").write_text("x")
+    got = read_files(files, fails, workers=2)
+    assert got[0] == first_bytes(files[0])
+    assert (got[1].path, got[1].problem) == (files[1], "no such file")
+    assert got[2].problem == "reading it failed unexpectedly (ZeroDivisionError: a bug)"
+    assert isinstance(got[3], TraceError) and got[3].path == str(TB_RUN)  # a directory: IsADirectoryError
+
+
+@pytest.mark.timeout(120)  # a named pipe holds a worker: a regression would hang, not fail
+def test_a_worker_killed_mid_read_is_its_files_error_and_the_others_stand(fifo):
+    def kill_the_held_one(path, pid):
+        if path == fifo:
+            os.kill(pid, signal.SIGKILL)
+
+    got = read_files([str(H200_TRACE), fifo, str(H200_TRACE)], first_bytes, workers=3, on_start=kill_the_held_one)
+    assert got[0] == got[2] == first_bytes(str(H200_TRACE))
+    assert (got[1].path, got[1].problem) == (fifo, "the worker reading it was killed (SIGKILL: out of memory?)")
+
+
+@pytest.mark.timeout(120)
+def test_after_a_failure_the_later_files_are_stopped_and_the_earlier_ones_read(tmp_path, fifo):
+    started = {}
+    files = [str(H200_TRACE), str(tmp_path / "missing.json"), fifo]
+    got = read_files(files, first_bytes, workers=3, stop_on_error=True,
+                     on_start=lambda path, pid: started.setdefault(path, pid))
+    assert got[0] == first_bytes(files[0]) and got[1].problem == "no such file" and got[2] is None
+    assert not alive(started[fifo])  # the held worker was stopped, not waited for
+
+
+@pytest.mark.timeout(120)
+def test_an_interrupt_leaves_no_worker_behind(fifo, tmp_path):
+    other = tmp_path / "other.pt.trace.json"
+    os.mkfifo(other)
+    pids = []
+
+    def interrupted_after_the_second(path, pid):
+        pids.append(pid)
+        if len(pids) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        read_files([fifo, str(other)], first_bytes, workers=2, on_start=interrupted_after_the_second)
+    assert len(pids) == 2 and not any(map(alive, pids))
+
+
+def test_a_runs_ranks_read_side_by_side_equal_one_process_s_summary(tmp_path):
+    run = RunFiles("run", str(TB_RUN), sorted(str(p) for p in TB_RUN.glob("*.json.gz")))
+    cut = tmp_path / "rank9.pt.trace.json.gz"
+    cut.write_bytes(gzip.compress((TB_RUN / os.listdir(TB_RUN)[0]).read_bytes())[:5000])
+    damaged = RunFiles("run", str(TB_RUN), [*run.files, str(cut)])
+    alone = summarize_runs([run, damaged], workers=1, keep_going=True)
+    counted: list[int] = []
+    side_by_side = summarize_runs([run, damaged], workers=3, keep_going=True, on_read=counted.append)
+    assert repr(side_by_side) == repr(alone)
+    assert [d.file for d in side_by_side[1].damaged_files] == [str(cut)] and len(side_by_side[1].ranks) == 2
+    assert sum(counted) == 2 * sum(os.path.getsize(f) for f in run.files)  # the cut one failed at its first read
+    with pytest.raises(TraceError) as raised:  # without keep_going: the first failure in the runs' order
+        summarize_runs([run, damaged], workers=3)
+    assert raised.value.path == str(cut)
+
+
+def test_a_copy_of_a_file_read_side_by_side_gives_the_same_answer(tmp_path):
+    copy = tmp_path / "rank1.pt.trace.json.gz"
+    shutil.copy(H200_TRACE, copy)
+    one, two = (r.ranks[0] for r in summarize_runs([RunFiles("a", "", [str(H200_TRACE)]),
+                                                     RunFiles("b", "", [str(copy)])], workers=2))
+    assert (one.steps, one.top_kernels, one.frames) == (two.steps, two.top_kernels, two.frames)

@@ -10,19 +10,25 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from dataclasses import asdict
 
 import pytest
 
-from lightx2v.trace_browser.step_index import PIECE_BYTES, build_index
+from lightx2v.trace_browser import offline
+from lightx2v.trace_browser import step_index as step_index_module
+from lightx2v.trace_browser.step_index import PIECE_BYTES, build_index, index_keeper, step_index
+from lightx2v.trace_browser.window import step_window
 from lightx2v.trace_summary import __main__ as cli
 from lightx2v.trace_summary import reader
 from lightx2v.trace_summary.analyze import analyze_trace
 from lightx2v.trace_summary.model import RankSummary
 from lightx2v.trace_summary.reader import TraceStream
 from lightx2v.trace_summary.records import Event
+from lightx2v.utils.torch_trace_profiler import TRACE_BROWSER_DIR
 
 from conftest import FIXTURES, H200_TRACE
+from helpers.steps_trace import steps_trace
 from helpers.summary import cpu_op, kernel, step_events, trace_doc, write_json
 
 CORPUS = sorted(p for p in FIXTURES.rglob("*.json.gz") if not p.name.endswith("_et.json.gz"))
@@ -189,3 +195,43 @@ def test_the_step_index_is_the_same_read_typed_or_generic(path, piece):
     typed, generic = (json.dumps(asdict(build_index(str(path), piece, typed=typed))) for typed in (True, False))
     assert json.loads(typed)["chunks"]
     assert typed == generic
+
+
+# --- the trace browser: one pass for a run's Overview and its ranks' Timeline indexes -----------------------------
+
+def test_the_overview_of_a_run_makes_each_ranks_timeline_index_in_the_same_pass(tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    run.mkdir()
+    traces = [steps_trace(run / f"rank{r}_host.pt.trace.json", steps=40 + r) for r in (0, 1)]
+    assert offline.overview_page(str(tmp_path), "run/").status == 200
+    standalone = {t: build_index(t) for t in traces}
+
+    def no_second_pass(*args, **kwargs):
+        raise AssertionError("the Timeline read the trace again")
+
+    monkeypatch.setattr(step_index_module, "build_index", no_second_pass)
+    cache = str(tmp_path / TRACE_BROWSER_DIR / "index")
+    for t in traces:
+        kept = step_index(t, cache)
+        alone = standalone[t]
+        assert (kept.steps, kept.span, kept.events, kept.skipped, kept.metadata) == \
+            (alone.steps, alone.span, alone.events, alone.skipped, alone.metadata)
+        assert (kept.size, kept.mtime_ns) == (os.path.getsize(t), os.stat(t).st_mtime_ns)
+        for k in (0, 20, len(kept.steps) - 1):  # its pieces are others (the summary's reads, merged): same windows
+            for frames in (False, True):
+                assert step_window(t, kept, k, frames) == step_window(t, alone, k, frames)
+
+
+@pytest.mark.parametrize("typed", [True, False], ids=["typed", "generic"])
+def test_an_index_made_along_the_summary_s_pass_serves_the_same_windows_from_other_pieces(tmp_path, typed):
+    trace = steps_trace(tmp_path / "rank0_host.pt.trace.json", steps=2600)  # ~2.7 MB: three of the pass's reads
+    cache = str(tmp_path / "index")
+    analyze_trace(trace, typed=typed, also=index_keeper(cache, trace, merge_below=3 << 19))  # pieces of 1.5 MB
+    kept, alone = step_index(trace, cache), build_index(trace, typed=typed)
+    assert [c.start for c in kept.chunks] != [c.start for c in alone.chunks] and len(kept.chunks) == 2
+    assert (kept.steps, kept.span, kept.events, kept.skipped) == (alone.steps, alone.span, alone.events,
+                                                                  alone.skipped)
+    for k in (0, 1300, 2599):
+        for frames in (False, True):
+            assert step_window(trace, kept, k, frames) == step_window(trace, alone, k, frames)
+    assert index_keeper(cache, trace) is None  # kept: the next pass makes none

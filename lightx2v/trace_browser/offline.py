@@ -10,6 +10,7 @@ chooses them), `/assets/<polyfill>`, `/vendor/trace_viewer_full.html`.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import os
@@ -30,7 +31,7 @@ from lightx2v.utils.torch_trace_profiler import TRACE_BROWSER_DIR
 
 from .gzip_seek import identity
 from .memo import Memo
-from .step_index import StepIndex, describe, step_index
+from .step_index import StepIndex, describe, index_keeper, step_index
 
 INDEX_ROUTE, WINDOW_ROUTE = "/api/timeline/index/", "/api/timeline/window/"
 JSON = "application/json"
@@ -180,9 +181,12 @@ def _run_key(run: RunFiles) -> tuple:
     return tuple((f, _version(f)) for f in run.files), run.label, run.path
 
 
-def _summary_of(run: RunFiles, key: tuple | None = None) -> RunSummary:
-    """The run's summary, kept by its files' versions; TraceError when it cannot be read."""
-    return _SUMMARIES.get(key or _run_key(run), lambda: summarize_run(run))
+def _summary_of(root: str, run: RunFiles, key: tuple | None = None) -> RunSummary:
+    """The run's summary, kept by its files' versions; TraceError when it cannot be read. Its ranks are read side
+    by side, and each one's Timeline index is made in the same pass (kept in the index folder)."""
+    cache_dir = os.path.join(os.path.realpath(root), TRACE_BROWSER_DIR, "index")
+    return _SUMMARIES.get(key or _run_key(run),
+                          lambda: summarize_run(run, also=functools.partial(index_keeper, cache_dir)))
 
 
 def overview_page(root: str, rel: str) -> Page:
@@ -194,7 +198,7 @@ def overview_page(root: str, rel: str) -> Page:
         return timeline_url(os.path.relpath(os.path.realpath(file), root_real).replace(os.sep, "/"))
 
     def render() -> bytes:
-        return overview.render_overview(_summary_of(run, key), timeline_url=timeline_of).encode()
+        return overview.render_overview(_summary_of(root, run, key), timeline_url=timeline_of).encode()
 
     try:
         return Page(_OVERVIEWS.get((key, root_real), render))
@@ -216,7 +220,7 @@ def compare_page(root: str, query: str) -> Page:
     for side in (base, new):
         run = _run_files(root, _quote(side), "Compare page")
         try:
-            runs.append(_summary_of(run))
+            runs.append(_summary_of(root, run))
         except TraceError as exc:
             body = overview.render_error("Cannot summarize this trace", f"{side or './'}: {exc}")
             return Page(body.encode(), status=422)

@@ -120,18 +120,59 @@ def step_index(trace_path: str, cache_dir: str | None, chunk_bytes: int = PIECE_
                 pass
             return found
     index = build_index(trace_path, chunk_bytes)
+    _stamp(index, trace_path, st)
+    if cache is not None:
+        _keep(index, cache)
+    return index
+
+
+def index_keeper(cache_dir: str, trace_path: str, merge_below: int = PIECE_BYTES) -> IndexKeeper | None:
+    """The index of ``trace_path`` made in another pass over it (``analyze_trace(also=...)``: the Overview reads a
+    trace once for its summary and its Timeline index) and kept in ``cache_dir``; None when the cache holds it
+    already. ``functools.partial(index_keeper, cache_dir)`` is what ``summarize_runs(also=...)`` takes."""
+    cache = _cache_file(trace_path, cache_dir)
+    st = os.stat(trace_path)
+    found = _read(cache)
+    if found is not None and (found.size, found.mtime_ns) == (st.st_size, st.st_mtime_ns):
+        return None
+    return IndexKeeper(trace_path, cache, st, merge_below)
+
+
+class IndexKeeper:
+    """An ``IndexBuilder`` riding along another pass (its batches merged into pieces of ``merge_below`` bytes),
+    whose index is kept in the cache folder when the pass ends, unless the trace changed meanwhile."""
+
+    def __init__(self, trace_path: str, cache: str, st: os.stat_result, merge_below: int = PIECE_BYTES) -> None:
+        self.trace_path, self.cache, self.st = trace_path, cache, st
+        self.builder = IndexBuilder(merge_below=merge_below)
+
+    def feed(self, batch: list[Any], stream: TraceStream) -> None:
+        self.builder.feed(batch, stream)
+
+    def finish(self, stream: TraceStream) -> None:
+        index = self.builder.finish(stream)
+        try:
+            _stamp(index, self.trace_path, self.st)
+        except (FileChanged, OSError):
+            return  # the summary stands; the Timeline indexes the new version when asked
+        _keep(index, self.cache)
+
+
+def _stamp(index: StepIndex, trace_path: str, st: os.stat_result) -> None:
+    """Name the trace's size and mtime in the index; FileChanged when it was rewritten while being read."""
     after = os.stat(trace_path)
     if (after.st_size, after.st_mtime_ns, after.st_ino) != (st.st_size, st.st_mtime_ns, st.st_ino):
         raise FileChanged(trace_path)  # rewritten while being read: the index would name neither version
     index.size, index.mtime_ns = st.st_size, st.st_mtime_ns
-    if cache is not None:
-        try:
-            os.makedirs(os.path.dirname(cache), exist_ok=True)
-            write_atomically(cache, json.dumps(asdict(index)))
-            prune(os.path.dirname(cache))
-        except OSError:  # a read-only results root: the caller keeps it in memory
-            pass
-    return index
+
+
+def _keep(index: StepIndex, cache: str) -> None:
+    try:
+        os.makedirs(os.path.dirname(cache), exist_ok=True)
+        write_atomically(cache, json.dumps(asdict(index)))
+        prune(os.path.dirname(cache))
+    except OSError:  # a read-only results root: the caller keeps it in memory
+        pass
 
 
 def prune(cache_dir: str, keep: int = KEEP_INDEXES) -> None:

@@ -26,14 +26,14 @@ def summarize_paths(paths: list[str], top: int = 10, peak: PeakSpec | None = Non
 
 def summarize_run(run: RunFiles, top: int = 10, on_read: Callable[[int], object] | None = None,
                   keep_going: bool = False, peak: PeakSpec | None = None, folded: bool = True,
-                  also: Callable[[str], AlsoRead] | None = None) -> RunSummary:
+                  also: Callable[[str], AlsoRead | None] | None = None) -> RunSummary:
     """One run's summary (``summarize_runs`` of one run)."""
     return summarize_runs([run], top, on_read, keep_going, peak, folded, also=also)[0]
 
 
 def summarize_runs(runs: list[RunFiles], top: int = 10, on_read: Callable[[int], object] | None = None,
                    keep_going: bool = False, peak: PeakSpec | None = None, folded: bool = True,
-                   typed: bool | None = None, also: Callable[[str], AlsoRead] | None = None,
+                   typed: bool | None = None, also: Callable[[str], AlsoRead | None] | None = None,
                    workers: int | None = None, on_start: Callable[[str, int], object] | None = None
                    ) -> list[RunSummary]:
     """The runs' summaries, all their files read side by side; ``on_read`` gets the bytes read from disk as they
@@ -67,7 +67,7 @@ def summarize_runs(runs: list[RunFiles], top: int = 10, on_read: Callable[[int],
 
 
 def _rank(path: str, on_read: Callable[[int], object] | None, top: int, peak: PeakSpec | None, folded: bool,
-          typed: bool, also: Callable[[str], AlsoRead] | None) -> RankSummary:
+          typed: bool, also: Callable[[str], AlsoRead | None] | None) -> RankSummary:
     """One file's summary (what a worker does)."""
     return analyze_trace(path, top, on_read, peak, folded=folded, typed=typed,
                          also=also(path) if also is not None else None)

@@ -10,6 +10,8 @@ import gzip
 import os
 import shutil
 import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -19,7 +21,7 @@ from lightx2v.trace_summary.errors import TraceError
 from lightx2v.trace_summary.parallel import plan_workers, read_files, worker_peak
 from lightx2v.trace_summary.summarize import summarize_runs
 
-from conftest import FIXTURES, H200_TRACE
+from conftest import FIXTURES, H200_TRACE, subprocess_env
 
 TB_RUN = FIXTURES / "tb_plugin" / "resnet50_num_workers_0"
 
@@ -158,3 +160,16 @@ def test_a_copy_of_a_file_read_side_by_side_gives_the_same_answer(tmp_path):
     one, two = (r.ranks[0] for r in summarize_runs([RunFiles("a", "", [str(H200_TRACE)]),
                                                      RunFiles("b", "", [str(copy)])], workers=2))
     assert (one.steps, one.top_kernels, one.frames) == (two.steps, two.top_kernels, two.frames)
+
+
+def test_a_script_without_a_main_guard_reads_side_by_side(tmp_path):
+    """A user's script calling the summary at its top level (no ``if __name__ == "__main__"``): its workers are
+    forked, so nothing imports the script again (a spawned worker would, and fail)."""
+    script = tmp_path / "summarize_two.py"
+    script.write_text("from lightx2v.trace_summary.discover import RunFiles\n"
+                      "from lightx2v.trace_summary.summarize import summarize_runs\n"
+                      f"runs = [RunFiles('a', '', [{str(H200_TRACE)!r}]), RunFiles('b', '', [{str(H200_TRACE)!r}])]\n"
+                      "print([len(r.ranks[0].steps) for r in summarize_runs(runs, workers=2)])\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          env=subprocess_env())
+    assert (done.returncode, done.stdout, done.stderr) == (0, "[1, 1]\n", "")

@@ -103,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    tqdm.monitor_interval = 0  # no monitor thread (our bar moves as bytes are read): one thread forks its workers
     parser = build_parser()
     args = parser.parse_args(argv)
     if hasattr(sys.stdout, "reconfigure"):

@@ -11,8 +11,9 @@ holds, each worker's peak estimated from its file's size (WORKER_BASE_BYTES plus
 measured; a gzip file's JSON size from its trailer, or GZIP_RATIO times the file). One worker reads in this
 process, with nothing started.
 
-Workers are started by ``forkserver`` where there is one (a fresh server process forks them: safe in a threaded
-parent such as the trace browser, and quick: the analysis modules are loaded there once), else ``spawn``. A file
+Workers are forked where that is safe (Linux, a parent of one thread: the command), else started by ``forkserver``
+(a fresh server process forks them: safe in a threaded parent such as the trace browser, and quick: the analysis
+modules are loaded there once), else ``spawn``. A file
 that cannot be read is that file's TraceError; so is a worker that dies (killed by the out-of-memory killer, by a
 signal) or fails unexpectedly: the other files' answers stand. Progress: each worker counts the bytes it read in
 one slot of a shared array; the parent adds them up for ``on_read`` (one bar across all the files).
@@ -25,6 +26,7 @@ import os
 import signal
 import struct
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from multiprocessing.connection import Connection, wait
@@ -95,7 +97,12 @@ def plan_workers(paths: Sequence[str], cores: int | None = None, memory: int | N
 
 
 def _context() -> Any:
+    """``fork`` on Linux in a process of one thread (the command: nothing to import again, nothing to start);
+    else ``forkserver`` (a threaded parent: the trace browser), else ``spawn``. Those two import the parent's main
+    module again in each worker, as ``multiprocessing`` documents: our programs' are safe to import."""
     methods = multiprocessing.get_all_start_methods()
+    if sys.platform.startswith("linux") and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
     ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
     if ctx.get_start_method() == "forkserver":
         ctx.set_forkserver_preload(_PRELOAD)

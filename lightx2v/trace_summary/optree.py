@@ -35,11 +35,30 @@ def op_tree(c: Collected, ops: Enclosing | None = None) -> OpTree:
     and only for a trace with runtime calls."""
     thread, ts, dur = c.op_thread, c.op_ts, c.op_dur
     n = len(ts)
+    if ops is not None:  # the nesting is known: each op's parent, no second walk
+        child, root = _from_parents(ops, dur, n)
+        return OpTree(child_us=child, root=root, runtime_us=_runtime(c, ops) if len(c.rt_ts) and n else None)
     result = _walk(range(n), True, thread, ts, dur)
     if result is None:
         result = _walk(sorted(range(n), key=lambda i: (ts[i], -dur[i])), False, thread, ts, dur)
     assert result is not None  # the sorted walk never gives up
     return OpTree(child_us=result[0], root=result[1], runtime_us=_runtime(c, ops) if len(c.rt_ts) and n else None)
+
+
+def _from_parents(ops: Enclosing, dur: Sequence[float], n: int) -> tuple[array, array]:
+    """``_walk``'s answers from the ops' nesting index: the same order per thread (start, -duration), the same
+    rule (an op's parent is the nearest earlier one still open), so the same sums in the same order."""
+    child = array("d", bytes(8 * n))
+    root = array("l", [NONE]) * n
+    for _, idx, parent in ops.threads.values():
+        for i, p in zip(idx, parent, strict=True):
+            if p == NONE:
+                root[i] = i
+            else:
+                j = idx[p]
+                child[j] += dur[i]
+                root[i] = root[j]
+    return child, root
 
 
 def self_times(c: Collected, tree: OpTree) -> array:

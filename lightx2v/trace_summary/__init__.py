@@ -7,7 +7,8 @@
 Modules, one idea each, in the order data flows:
 
 - input: ``discover`` (which files a PATH means, by the stack's one trace rule in ``lightx2v.trace_files``),
-  ``reader`` (streaming JSON events, plain or gzip), ``errors`` (the one exception for bad input);
+  ``reader`` (streaming JSON events, plain or gzip, into the typed ``records`` or dicts), ``errors`` (the one
+  exception for bad input);
 - one file: ``analyze`` (file -> RankSummary, a thin front) over ``collect`` (the one streaming pass), then one
   module per question: ``launch``, ``enclosing`` and ``ids`` (the launch chain: GPU event -> runtime call ->
   enclosing ops), ``attribution`` (GPU time by launching op), ``steps`` (steps by launch, idle by cause), ``series``
@@ -16,7 +17,8 @@ Modules, one idea each, in the order data flows:
   ``flops`` (FLOPs and bytes per op from its recorded shapes), ``peaks`` (what the GPU can do) and
   ``efficiency`` (achieved rates against the roofline, the step's MFU), ``frames`` (where in your code: work by
   the Python frames of a with_stack capture);
-- a run: ``summarize`` (PATHs -> runs), ``ranks`` (straggler; or spans, captures at different times);
+- a run: ``summarize`` (PATHs -> runs; its files read side by side by ``parallel``), ``ranks`` (straggler; or
+  spans, captures at different times);
 - two runs: ``diff`` with ``noise`` (change or noise, from the steps' own spread), ``efficiency_diff`` and
   ``frames_diff`` (per frame of your code);
 - output: ``model`` (dataclasses = the --json schema), ``render`` / ``render_diff`` / ``render_efficiency`` /

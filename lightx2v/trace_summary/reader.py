@@ -19,13 +19,17 @@ same pieces go through ``json.loads`` (slower, same results).
 
 Typed (``typed=True``, the summary's and the Timeline index's pass): the same cut, but each buffer's complete events
 (up to its last ``}, {``) are decoded in ONE call into :mod:`records`' typed structs, only the fields the analyses
-read (msgspec skips the other keys without building them): ≈3x the dict path's speed (figures in
+read (msgspec skips the other keys without building them): 2-3x the dict path's decoding speed (figures in
 docs/trace_summary.md). An event the typed decoder rejects (a string where a number goes, a null, a float beyond a
 double) is decoded generically, that event only: the batch holds its dict at the indexes ``generic`` lists, and the
 pass hands it to the dict path's rules. A piece that does not decode as a whole (a cut inside a string, NaN, bytes
 that are no UTF-8) is read event by event as in the dict path, each event typed where it decodes. A typed event a
 rule rejects is decoded again, generically, from its bytes (``generic_of``), so the one-line reasons are the dict
 path's. ``skip_head`` is a dict-path feature (cutting event by event costs more than the typed decode saves).
+
+Gzip: inflated by ISA-L's ``igzip`` (``isal``, the ``fast`` extra) where it is installed, ~3x zlib's speed, else
+by zlib (``GZIP_LIBRARY``); where isal fails, zlib reads the file again past the bytes already read, so a damaged
+file is said in zlib's words either way.
 
 Errors: a missing or unreadable file, a gzip or JSON stream that ends early, JSON that is not a trace, all raise
 :class:`TraceError` with a one-line reason.

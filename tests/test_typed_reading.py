@@ -120,7 +120,9 @@ MALFORMED = {  # each: typed records that a rule rejects, and values the typed d
                 "tid": 1, "dur": -1},
                {"ph": "X", "cat": "python_function", "name": "model.py(7): forward", "pid": 1, "tid": 1,
                 "ts": 1000200, "dur": -1}],  # one kept: its bad dur is said
-    "a name holding a cut": [broken(OP, name="aten::x }, { y"), broken(K, name='k "}, {" \\ z')],
+    "a name holding a cut": [broken(OP, name="aten::x }, { y"), broken(K, name='k "}, {" \\ z'),
+                             broken(OP, name="aten::mm", args={"Input Dims": [[64, 128], [128, 32]],
+                                                               "Input type": ["float", "float"], "flops": 524288})],
 }
 
 
@@ -163,15 +165,24 @@ def test_a_rejected_record_is_decoded_again_from_its_bytes(tmp_path):
 def test_a_piece_cut_inside_a_string_is_read_event_by_event_each_typed(tmp_path):
     events = [cpu_op(f"op{i}", i, i + 1) for i in range(300)]
     events[150]["name"] = "a }, { b"
+    for e in events[140:160]:
+        e["args"]["Input Dims"] = [[e["ts"], 2], []]
     path = write_json(tmp_path / "t.pt.trace.json", trace_doc(events), indent=None)
-    got = []
-    for chunk in (64, 256, 1 << 20):
+    fell_back = 0
+    for chunk in [*range(200, 1100, 37), 1 << 20]:  # some buffers end inside the name, the piece fails as a whole
         stream = TraceStream(str(path), typed=True, chunk_bytes=chunk)
         got = []
         for batch in stream.batches():
             got += batch
+            for e in batch:
+                if isinstance(e, Event):  # every typed one reads again as the dict path reads it
+                    assert stream.generic_of(e) == events[len(got) - len(batch) + batch.index(e)]
         assert [e.name if isinstance(e, Event) else e["name"] for e in got] == [e["name"] for e in events]
-    assert sum(isinstance(e, Event) for e in got) >= 298
+        assert [json.loads(bytes(e.args.input_dims) or b"null") for e in got if isinstance(e, Event)] == \
+            [e["args"].get("Input Dims") for e, r in zip(events, got, strict=True) if isinstance(r, Event)]
+        assert sum(isinstance(e, Event) for e in got) >= 298
+        fell_back += isinstance(got[150], dict)  # read event by event, the cut one exactly: the others typed
+    assert fell_back >= 3
 
 
 def test_a_collective_s_metadata_is_read_again_from_its_bytes_for_its_events_only(tmp_path):

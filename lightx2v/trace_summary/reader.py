@@ -292,7 +292,8 @@ class TraceStream:
             return
         self.bytes_read += len(data)
         self._base += self._pos
-        self._buf = self._buf[self._pos:] + data
+        with memoryview(self._buf) as rest:  # one copy of the unread rest and the chunk: no slice in between
+            self._buf = b"".join((rest[self._pos:], data))
         self._pos = 0
 
     def _peek(self) -> bytes:
@@ -399,7 +400,8 @@ class TraceStream:
         if cut is None:
             return None
         end, nxt = cut
-        piece = b"[" + buf[start:end] + b"]"
+        with memoryview(buf) as view:
+            piece = b"".join((b"[", view[start:end], b"]"))  # one copy, not two
         try:
             batch: list[Any] = EVENTS.decode(piece)
             raws = None

@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -46,9 +47,25 @@ def fails(path: str, on_read=None) -> bytes:
 
 @pytest.fixture
 def fifo(tmp_path):
+    """A named pipe a worker waits on; its workers that are still there at the end (a regression) are killed, so
+    they cannot hold the test run's output open."""
     path = tmp_path / "held.pt.trace.json"
     os.mkfifo(path)
-    return str(path)
+    yield str(path)
+    for pid in STARTED:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    STARTED.clear()
+
+
+STARTED: list[int] = []  # every worker a test with a named pipe started
+
+
+def noting(on_start):
+    def note(path, pid):
+        STARTED.append(pid)
+        on_start(path, pid)
+    return note
 
 
 def alive(pid: int) -> bool:
@@ -107,7 +124,8 @@ def test_a_worker_killed_mid_read_is_its_files_error_and_the_others_stand(fifo):
         if path == fifo:
             os.kill(pid, signal.SIGKILL)
 
-    got = read_files([str(H200_TRACE), fifo, str(H200_TRACE)], first_bytes, workers=3, on_start=kill_the_held_one)
+    got = read_files([str(H200_TRACE), fifo, str(H200_TRACE)], first_bytes, workers=3,
+                     on_start=noting(kill_the_held_one))
     assert got[0] == got[2] == first_bytes(str(H200_TRACE))
     assert (got[1].path, got[1].problem) == (fifo, "the worker reading it was killed (SIGKILL: out of memory?)")
 
@@ -117,7 +135,7 @@ def test_after_a_failure_the_later_files_are_stopped_and_the_earlier_ones_read(t
     started = {}
     files = [str(H200_TRACE), str(tmp_path / "missing.json"), fifo]
     got = read_files(files, first_bytes, workers=3, stop_on_error=True,
-                     on_start=lambda path, pid: started.setdefault(path, pid))
+                     on_start=noting(lambda path, pid: started.setdefault(path, pid)))
     assert got[0] == first_bytes(files[0]) and got[1].problem == "no such file" and got[2] is None
     assert not alive(started[fifo])  # the held worker was stopped, not waited for
 
@@ -134,7 +152,7 @@ def test_an_interrupt_leaves_no_worker_behind(fifo, tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        read_files([fifo, str(other)], first_bytes, workers=2, on_start=interrupted_after_the_second)
+        read_files([fifo, str(other)], first_bytes, workers=2, on_start=noting(interrupted_after_the_second))
     assert len(pids) == 2 and not any(map(alive, pids))
 
 
@@ -173,3 +191,72 @@ def test_a_script_without_a_main_guard_reads_side_by_side(tmp_path):
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
                           env=subprocess_env())
     assert (done.returncode, done.stdout, done.stderr) == (0, "[1, 1]\n", "")
+
+
+def ends_badly(path: str, on_read=None):
+    """A worker's work that ends as ``path`` says: an exit status, a signal, no memory, an interrupt it ignores."""
+    how = os.path.basename(path)
+    if how == "exit3":
+        os._exit(3)
+    if how == "sigterm":
+        os.kill(os.getpid(), signal.SIGTERM)
+    if how == "memory":
+        raise MemoryError
+    if how == "interrupt":
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C is the parent's: the worker goes on
+    return how
+
+
+def test_each_way_a_worker_can_end_without_an_answer_is_said_for_its_file(tmp_path):
+    files = [str(tmp_path / how) for how in ("exit3", "sigterm", "memory", "interrupt", "fine")]
+    got = read_files(files, ends_badly, workers=3)
+    assert [g.problem if isinstance(g, TraceError) else g for g in got] == [
+        "the worker reading it ended without an answer (exit status 3)",
+        "the worker reading it was killed (SIGTERM)",
+        "out of memory while reading it",
+        "interrupt", "fine"]
+    assert [g.path for g in got[:3]] == files[:3]
+
+
+def test_one_worker_reads_in_this_process_and_stops_after_a_failure_when_asked(tmp_path):
+    files = [str(tmp_path / "missing.json"), str(H200_TRACE)]
+    assert [type(g) for g in read_files(files, first_bytes, workers=1)] == [TraceError, bytes]
+    assert [type(g) for g in read_files(files, first_bytes, workers=1, stop_on_error=True)] == [TraceError,
+                                                                                              type(None)]
+
+
+def test_a_threaded_parent_starts_its_workers_from_a_fork_server(monkeypatch):
+    assert parallel._context().get_start_method() == "fork"  # one thread here: forked
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        ctx = parallel._context()
+        assert ctx.get_start_method() == "forkserver"
+        assert read_files([str(H200_TRACE)] * 2, first_bytes, workers=2) == [first_bytes(str(H200_TRACE))] * 2
+    finally:
+        release.set()
+        other.join()
+
+
+class ClosedPipe:
+    """A stdout whose reader has gone (`... | head`): every flush raises."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError
+
+    def flush(self) -> None:
+        raise BrokenPipeError
+
+
+def test_a_stdout_whose_reader_has_gone_does_not_stop_workers_and_is_put_back(monkeypatch):
+    closed = ClosedPipe()
+    monkeypatch.setattr(sys, "stdout", closed)
+    assert read_files([str(H200_TRACE)] * 2, first_bytes, workers=2) == [first_bytes(str(H200_TRACE))] * 2
+    assert sys.stdout is closed
+
+
+def test_the_machine_says_its_cores_and_memory():
+    assert parallel.available_cores() >= 1
+    memory = parallel.available_memory()
+    assert memory is None or memory > 0

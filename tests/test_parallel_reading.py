@@ -7,6 +7,7 @@ test decides when it ends: no sleeps, no timing."""
 from __future__ import annotations
 
 import gzip
+import multiprocessing
 import os
 import shutil
 import signal
@@ -28,14 +29,16 @@ TB_RUN = FIXTURES / "tb_plugin" / "resnet50_num_workers_0"
 
 
 def first_bytes(path: str, on_read=None) -> bytes:
-    """A worker's work: the file's first 16 bytes (a TraceError for a missing one), counting them as read."""
+    """A worker's work: the file's first 16 bytes (a TraceError for a missing one), counting them as read, in two
+    reports."""
     try:
         with open(path, "rb") as f:
             data = f.read(16)
     except FileNotFoundError:
         raise TraceError(path, "no such file") from None
     if on_read is not None:
-        on_read(len(data))
+        on_read(10)
+        on_read(len(data) - 10)
     return data
 
 
@@ -89,12 +92,20 @@ def test_workers_are_bounded_by_the_files_the_cores_and_the_memory_the_largest_n
     assert plan_workers(files, cores=64, memory=int(3 * big / parallel.MEMORY_SHARE)) == 3
     assert plan_workers(files, cores=64, memory=1) == 1
     assert plan_workers(files[:1], cores=64, memory=1 << 40) == 1
+    assert plan_workers(files[:2], cores=64, memory=1 << 40) == 2
+    assert isinstance(plan_workers(files, cores=64, memory=int(3 * big / parallel.MEMORY_SHARE)), int)
+    assert plan_workers(files) == max(1, min(6, parallel.available_cores(),
+                                             int(parallel.MEMORY_SHARE * parallel.available_memory()) // big))
 
 
 def test_a_gzip_files_peak_counts_its_json_from_the_trailer(tmp_path):
     gz = tmp_path / "t.json.gz"
     gz.write_bytes(gzip.compress(b"[" + b" " * 50_000_000 + b"]"))  # compresses ~1000x: the trailer tells
     assert parallel.json_bytes(str(gz)) == 50_000_002
+    gz.write_bytes(gzip.compress(os.urandom(100_000)))  # does not compress: GZIP_RATIO times the file
+    assert parallel.json_bytes(str(gz)) == parallel.GZIP_RATIO * gz.stat().st_size
+    gz.write_bytes(b"\x1f\x8b" + bytes(20) + b"\xff\xff\xff\xff")  # a trailer past 2**31: unsigned
+    assert parallel.json_bytes(str(gz)) == 2 ** 32 - 1
     assert parallel.json_bytes(str(H200_TRACE)) == max(len(gzip.decompress(H200_TRACE.read_bytes())),
                                                        parallel.GZIP_RATIO * H200_TRACE.stat().st_size)
     assert parallel.json_bytes(str(tmp_path / "missing")) == 0
@@ -105,7 +116,7 @@ def test_answers_come_back_in_the_files_order_and_the_bytes_read_add_up(tmp_path
     counted: list[int] = []
     got = read_files(files, first_bytes, on_read=counted.append, workers=3)
     assert got == [first_bytes(f) for f in files]
-    assert sum(counted) == 16 * len(files)
+    assert sum(counted) == 16 * len(files)  # both reports of each worker
 
 
 def test_a_file_that_cannot_be_read_and_a_failing_worker_are_their_files_errors(tmp_path):
@@ -257,6 +268,31 @@ def test_a_stdout_whose_reader_has_gone_does_not_stop_workers_and_is_put_back(mo
 
 
 def test_the_machine_says_its_cores_and_memory():
-    assert parallel.available_cores() >= 1
-    memory = parallel.available_memory()
-    assert memory is None or memory > 0
+    assert parallel.available_cores() == len(os.sched_getaffinity(0))
+    with open("/proc/meminfo") as f:  # Linux, as this project's machines
+        kb = next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:"))
+    assert abs(parallel.available_memory() - 1024 * kb) < 1 << 30  # read again a moment later: about the same
+
+
+def test_a_worker_sends_its_answer_or_why_there_is_none_and_counts_what_it_read(tmp_path):
+    """A worker's body, run here (as mutation testing sees it): its answer or its error through the pipe, the
+    bytes it read in its slot, Ctrl-C left to the parent."""
+    counters = [0, 0]
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        for path, work, expected in ((str(H200_TRACE), first_bytes, first_bytes(str(H200_TRACE))),
+                                     (str(tmp_path / "missing"), first_bytes, "no such file"),
+                                     (str(tmp_path / "memory"), ends_badly, "out of memory while reading it"),
+                                     (str(tmp_path / "bug"), fails, "reading it failed unexpectedly "
+                                                                     "(ZeroDivisionError: a bug)")):
+            receive, send = multiprocessing.Pipe(duplex=False)
+            parallel._worker(work, path, counters, 1, send)
+            got = receive.recv()
+            assert got == expected or (got.path, got.problem) == (path, expected)
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert counters == [0, 16]
+    counted: list[int] = []
+    assert read_files([str(H200_TRACE)], first_bytes, on_read=counted.append) == [first_bytes(str(H200_TRACE))]
+    assert counted == [10, 6]  # in this process: the work's own reports

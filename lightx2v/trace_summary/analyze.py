@@ -89,7 +89,7 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
     gpu = gpu_work(c)
     has_gpu = gpu.totals is not None
     chain = launch_chain(c)
-    tree = op_tree(c, chain.ops)
+    tree = op_tree(c, chain.ops, chain.call_op)
     frame_index = FrameIndex(c)  # built once, if a sync or the frame tree needs it
     found = step_stats(c, gpu.busy if has_gpu else None, gpu.is_kernel, chain, tree, code_line(frame_index))
     steps = found.steps

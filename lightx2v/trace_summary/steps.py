@@ -70,9 +70,9 @@ def op_steps(c: Collected, steps: Steps) -> array:
     if steps.of_op is None:
         starts = [lo for lo, _ in steps.cpu_spans]
         ends = [-math.inf, *(hi for _, hi in steps.cpu_spans)]  # by bisect_right's answer: before every step
-        after = list(map(bisect_right, repeat(starts), c.op_ts))
+        after = array("l", map(bisect_right, repeat(starts), c.op_ts))  # an array: no int object per op
         inside = map(le, c.op_ts, map(ends.__getitem__, after))
-        steps.of_op = array("l", [k - 1 if ok else NONE for k, ok in zip(after, inside, strict=True)])
+        steps.of_op = array("l", (k - 1 if ok else NONE for k, ok in zip(after, inside, strict=True)))
     return steps.of_op
 
 

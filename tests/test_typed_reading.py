@@ -13,6 +13,7 @@ import json
 import os
 from dataclasses import asdict
 
+import msgspec
 import pytest
 
 from lightx2v.trace_browser import offline
@@ -246,3 +247,39 @@ def test_an_index_made_along_the_summary_s_pass_serves_the_same_windows_from_oth
         for frames in (False, True):
             assert step_window(trace, kept, k, frames) == step_window(trace, alone, k, frames)
     assert index_keeper(cache, trace) is None  # kept: the next pass makes none
+
+
+def as_dicts(events: list) -> list:
+    return [msgspec.structs.asdict(e) if isinstance(e, Event) else e for e in events]
+
+
+@pytest.mark.parametrize("text", [
+    '\ufeff{"traceEvents": [{"ph": "X", "name": "a", "ts": 1}, {"ph": "X", "name": "b", "ts": 2}], "m": 1}',
+    '  [{"ph": "X", "name": "a", "ts": 1},\n {"ph": "X", "name": "b", "ts": 2}]',
+    '{"traceEvents": [{"ph": "X", "name": "a", "ts": 1}, {"ph": "X", "name": "b", "ts": 2}, {"ph": "X", "na',
+    '{"traceEvents": [{"ph": "X", "name": "a", "ts": 1}, {"ph": "X", "name": "b", "ts": 2}]',
+    '{"traceEvents": [{"ph": "X", "name": "a", "ts": 1} {"ph": "X", "name": "b", "ts": 2}]}',
+    '{"traceEvents": [{"ph": "X", "name": "a", "ts": 1}, 7, {"ph": "X"}]}',
+    '{"traceEvents": [{"ph": "X", "name": "a", "ts": NaN}, {"ph": "X", "name": "}, {", "ts": 2}]}',
+])
+@pytest.mark.parametrize("chunk", [7, 40, 1 << 20])
+def test_the_document_is_read_and_refused_alike_typed_or_generic(tmp_path, text, chunk):
+    """The BOM, Chrome's array form, a file cut off, malformed JSON between events, something other than an event:
+    the same events (typed ones as their fields) or the same one-line error, whichever pass reads."""
+    path = tmp_path / "t.json"
+    path.write_text(text, encoding="utf-8")
+    said = []
+    for typed in (True, False):
+        stream = TraceStream(str(path), chunk_bytes=chunk, typed=typed)
+        try:
+            events = [e for batch in stream.batches() for e in batch]
+            said.append((as_dicts(events) if typed else events, stream.metadata))
+        except reader.TraceError as exc:
+            said.append(str(exc))
+    typed_said, generic_said = said
+    if isinstance(generic_said, str):
+        assert typed_said == generic_said
+    else:
+        fields = [{k: v for k, v in e.items() if v not in (None, msgspec.UNSET)} for e in typed_said[0]]
+        assert [{k: v for k, v in e.items() if k in ("ph", "name", "ts")} for e in generic_said[0]] == fields
+        assert typed_said[1] == generic_said[1]

@@ -91,13 +91,19 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/cpu_ops.py": ["tests/test_cpu_ops_rules.py"],
     "lightx2v/trace_summary/efficiency.py": ["tests/test_efficiency_rules.py"],
     "lightx2v/trace_summary/efficiency_diff.py": ["tests/test_efficiency_diff_rules.py"],
-    "lightx2v/trace_summary/collect.py": ["tests/test_collect_rules.py"],
+    # the pass's rules on dicts, and typed against generic on a trace of each malformed class
+    "lightx2v/trace_summary/collect.py": ["tests/test_collect_rules.py", "tests/test_typed_reading.py", "-k",
+                                          "collect_rules or malformed_class or rejected or collective"],
+    # workers forked in this process (mutants reach them); not the script started as a child process
+    "lightx2v/trace_summary/parallel.py": ["tests/test_parallel_reading.py", "-k", "not main_guard"],
     # the models on hand-made shapes (not tests/test_trace_summary_flops.py: a torch capture per case)
     "lightx2v/trace_summary/flops.py": ["tests/test_flops_rules.py", "tests/test_flops_models_rules.py"],
     # the reader against json.load on hand-made documents (not the H200 fixture's whole-file comparisons, nor the
     # real CPU capture: seconds a mutant)
-    "lightx2v/trace_summary/reader.py": ["tests/test_reader_rules.py", "tests/test_trace_summary_reader.py", "-k",
-                                         "not h200 and not skipping_drops"],
+    "lightx2v/trace_summary/reader.py": ["tests/test_reader_rules.py", "tests/test_trace_summary_reader.py",
+                                         "tests/test_gzip_reading.py", "tests/test_typed_reading.py", "-k",
+                                         "not h200 and not skipping_drops and not corpus and not diff_json and not "
+                                         "step_index and not overview and not along and not plain_twin"],
     # names.py: its rules, and the short names of real kernels (not the summaries built from traces)
     "lightx2v/trace_summary/names.py": ["tests/test_names_rules.py", "tests/test_trace_summary_analysis.py", "-k",
                                         "names_rules or short_kernel or short_names"],

@@ -300,6 +300,19 @@ def test_an_op_s_args_that_are_no_object_keep_no_shapes_and_no_external_id():
     assert c.op_shape == {} and list(c.op_ext) == [NO_ID] and len(c.op_ts) == 1
 
 
+def test_a_frame_the_fold_drops_is_never_checked_nor_the_base_and_a_kept_one_is_both():
+    keep = lambda name: name.startswith("model.py")  # noqa: E731
+    c = fed(ev("python_function", "lib.py(1): g", 5.5, -1), ev("python_function", "lib.py(2): h", "x", 1),
+            ev("cpu_op", "a", 100.5, 1), frames=keep)
+    assert c.malformed == {} and c.base == 100.0 and list(c.op_ts) == [0.5]
+    c = fed(ev("python_function", "model.py(1): f", 7.5, 1), ev("python_function", "model.py(2): g", 8, -1),
+            ev("cpu_op", "a", 100.5, 1), frames=keep)
+    assert c.base == 7.0 and list(c.fr_ts) == [0.5]
+    assert c.malformed == {("dur", "negative", True): [1, "model.py(2): g"]}
+    c = fed(ev("python_function", "model.py(1): f", 7.5, 1), ev("cpu_op", "a", 100.5, 1))  # frames not asked for
+    assert c.base == 100.0
+
+
 def test_events_after_a_skipped_a_passed_over_or_a_dropped_frame_event_are_still_read():
     c = fed(ev("python_function", "f", 0, 1), ev("cpu_op", "a", 1, 1), {"ph": "M", "name": "process_name"},
             ev("cpu_op", "b", 2, 1), ev("python_function", "lib.py(1): g", 3, 1), ev("cpu_op", "c", 4, 1),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from array import array
 
-from lightx2v.trace_summary.ids import NONE, IdIndex, contains, distinct_sorted, nondecreasing
+from lightx2v.trace_summary.ids import NONE, IdIndex, nondecreasing
 
 
 def test_ids_in_file_order_are_found_at_their_position_without_a_copy():
@@ -46,10 +46,3 @@ def test_an_empty_index_finds_nothing():
 def test_order_is_judged_on_every_id_including_the_missing_marker():
     assert nondecreasing([1, 1, 2]) and nondecreasing([]) and nondecreasing([-1, 4])
     assert not nondecreasing([1, 2, -1, 3])  # a NO_ID (-1) after real ids breaks the order bisect needs
-
-
-def test_membership_in_distinct_sorted_ids():
-    keys = distinct_sorted([9, 3, 9, 5])
-    assert list(keys) == [3, 5, 9]
-    assert [contains(keys, x) for x in (2, 3, 4, 5, 9, 10)] == [False, True, False, True, True, False]
-    assert not contains(array("q"), 0)

@@ -81,3 +81,15 @@ def test_the_least_recently_used_keys_are_dropped():
     memo.get("a", lambda: pytest.fail("kept"))  # a is now the most recent
     memo.get("c", lambda: 3)
     assert memo.get("a", lambda: 10) == 1 and memo.get("b", lambda: 20) == 20
+
+
+def test_a_value_computed_elsewhere_is_kept_unless_one_is_kept_already():
+    memo: Memo[str] = Memo(keep=2)
+    assert not memo.holds("a")
+    memo.put("a", "read together")
+    assert memo.holds("a") and memo.get("a", lambda: "computed") == "read together"
+    memo.put("a", "later")
+    assert memo.get("a", lambda: "computed") == "read together"
+    memo.put("b", "b")
+    memo.put("c", "c")  # the bound holds for kept values too
+    assert not memo.holds("a") and memo.holds("c")

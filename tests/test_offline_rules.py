@@ -381,3 +381,24 @@ def test_the_notice_says_the_views_work_offline_or_lists_what_is_missing():
         "<div id=offline-notice class=missing><p><strong>Offline Timeline not installed.</strong> It needs:</p>"
         "<ul><li>a &lt;b&gt;</li><li>c</li></ul><p>The Overview works already; Perfetto needs internet in the "
         "browser.</p></div>")
+
+
+def test_compare_reads_both_sides_together_and_keeps_each_for_the_overview(root, monkeypatch):
+    calls = []
+    real = offline.summarize_runs
+
+    def spy(runs, *args, **kwargs):
+        calls.append([run.path for run in runs])
+        return real(runs, *args, **kwargs)
+
+    monkeypatch.setattr(offline, "summarize_runs", spy)
+    offline._SUMMARIES.clear()
+    assert compare_page(str(root), "base=run%2F&new=w.pt.trace.json").status == 200
+    assert calls == [[str(root / "run"), str(root)]]  # one read of both sides' files
+
+    def read_again(*args, **kwargs):
+        raise AssertionError("read again")
+
+    monkeypatch.setattr(offline, "summarize_run", read_again)
+    monkeypatch.setattr(offline, "summarize_runs", read_again)
+    assert overview_page(str(root), "run/").status == 200 and overview_page(str(root), "w.pt.trace.json").status == 200

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from lightx2v.trace_summary.collect import Collected
+from lightx2v.trace_summary.enclosing import Enclosing
 from lightx2v.trace_summary.optree import _walk, op_tree, self_times
 
 
@@ -20,7 +21,10 @@ def collected(*ops: tuple[str, float, float] | tuple[str, float, float, int]) ->
 
 
 def tree(*ops) -> tuple[list[float], list[int]]:
-    t = op_tree(collected(*ops))
+    """Each op's children's time and top-level op, by the walk and by the ops' nesting index: the two agree."""
+    c = collected(*ops)
+    t, by_index = op_tree(c), op_tree(c, Enclosing(c.op_thread, c.op_ts, c.op_dur))
+    assert (t.child_us, t.root) == (by_index.child_us, by_index.root)
     return list(t.child_us), list(t.root)
 
 

@@ -11,7 +11,7 @@ import msgspec
 import orjson
 import pytest
 
-from lightx2v.trace_summary.records import EVENT, EVENTS, NO_ID, NO_RAW, UNSET, Args, Event
+from lightx2v.trace_summary.records import COMM_EVENT, EVENT, EVENTS, NO_ID, NO_RAW, UNSET, Args, Comm, Event
 
 from conftest import REPO_ROOT
 
@@ -30,14 +30,16 @@ def test_every_event_of_the_corpus_decodes_typed_with_the_values_its_json_holds(
     events = trace_events(path)
     records = EVENTS.decode(orjson.dumps(events))
     assert len(records) == len(events)
-    arg_fields = msgspec.structs.fields(Args)
+    fields = [(field, "args") for field in msgspec.structs.fields(Args)]
+    fields += [(field, "comm") for field in msgspec.structs.fields(Comm)]
     for record, ev in zip(records, events, strict=True):
         for attr, key in EVENT_KEYS.items():
             assert getattr(record, attr) == ev.get(key, UNSET if attr in ("name", "ts", "dur") else None), (attr, ev)
         args = ev.get("args")
         assert (record.args is None) == (args is None)
-        for field in arg_fields if args is not None else ():
-            value = getattr(record.args, field.name)
+        comm = COMM_EVENT.decode(orjson.dumps(ev)).args
+        for field, where in fields if args is not None else ():
+            value = getattr(record.args if where == "args" else comm, field.name)
             if field.encode_name not in args:
                 assert value == field.default
             elif isinstance(value, msgspec.Raw):
@@ -65,16 +67,19 @@ COMMS_OLD_ID = {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid":
 
 
 def test_collectives_metadata_decodes_in_each_schema_kineto_writes():
-    old, new, older = EVENTS.decode(orjson.dumps([COMMS_2023, COMMS_KERNEL_2026, COMMS_OLD_ID]))
-    assert (old.args.collective, old.args.dtype, old.args.in_nelems, old.args.out_nelems, old.args.group_size,
-            old.args.pg_name, old.args.pg_desc, old.args.pg_ranks, old.args.in_split, old.args.seq) == \
+    records = EVENTS.decode(orjson.dumps([COMMS_2023, COMMS_KERNEL_2026, COMMS_OLD_ID]))
+    assert [r.args.collective for r in records] == ["allreduce", "_allgather_base", "broadcast"]
+    old, new, older = (COMM_EVENT.decode(orjson.dumps(e)).args for e in (COMMS_2023, COMMS_KERNEL_2026, COMMS_OLD_ID))
+    assert (old.collective, old.dtype, old.in_nelems, old.out_nelems, old.group_size,
+            old.pg_name, old.pg_desc, old.pg_ranks, old.in_split, old.seq) == \
         ("allreduce", "Float", 2049000, 2049000, 2, "0", "default_pg", "[0, 1]", "[]", None)
-    assert (old.args.global_rank_start, old.args.global_rank_stride, old.args.external_id) == (0, 1, 12)
-    assert (new.args.collective, new.args.pg_ranks, new.args.rank, new.args.seq, new.args.correlation,
-            new.args.device, new.args.stream, new.args.in_split) == \
+    assert (old.global_rank_start, old.global_rank_stride, records[0].args.external_id) == (0, 1, 12)
+    assert (new.collective, new.pg_ranks, new.rank, new.seq, records[1].args.correlation,
+            records[1].args.device, records[1].args.stream, new.in_split) == \
         ("_allgather_base", [0, 1, 2, 3], 2, 57, 91, 0, 21, [])
-    assert (older.args.pg_id, older.args.pg_name, older.args.src_rank, older.args.dst_rank) == (0, None, 0, 1)
-    assert older.args.external_id == NO_ID and older.args.correlation == NO_ID and older.args.input_dims is NO_RAW
+    assert (older.pg_id, older.pg_name, older.src_rank, older.dst_rank) == (0, None, 0, 1)
+    assert records[2].args.external_id == NO_ID and records[2].args.correlation == NO_ID
+    assert records[2].args.input_dims is NO_RAW
 
 
 @pytest.mark.parametrize("event,where", [
@@ -83,7 +88,7 @@ def test_collectives_metadata_decodes_in_each_schema_kineto_writes():
     ({"ph": "X", "ts": 5, "dur": 1, "name": None}, "$[1].name"),
     ({"ph": "X", "ts": 5, "dur": 1, "name": "a", "pid": 1.5}, "$[1].pid"),
     ({"ph": "X", "ts": 5, "dur": 1, "name": "a", "args": {"External id": "12"}}, "$[1].args.External id"),
-    ({"ph": "X", "ts": 5, "dur": 1, "name": "a", "args": {"Group size": 2.5}}, "$[1].args.Group size"),
+    ({"ph": "X", "ts": 5, "dur": 1, "name": "a", "args": {"Collective name": 7}}, "$[1].args.Collective name"),
     ({"ph": "X", "ts": 5, "dur": 1, "name": "a", "args": []}, "$[1].args"),
 ])
 def test_an_odd_value_fails_the_decode_at_that_event(event, where):
@@ -93,8 +98,25 @@ def test_an_odd_value_fails_the_decode_at_that_event(event, where):
     assert str(raised.value).endswith(f"at `{where}`")
 
 
+def test_an_odd_collective_value_fails_the_second_decode_only():
+    event = {"ph": "X", "name": "record_param_comms", "args": {"Collective name": "allreduce", "Group size": 2.5}}
+    assert EVENT.decode(orjson.dumps(event)).args.collective == "allreduce"
+    with pytest.raises(msgspec.ValidationError) as raised:
+        COMM_EVENT.decode(orjson.dumps(event))
+    assert str(raised.value).endswith("at `$.args.Group size`")
+
+
 def test_absent_times_and_names_read_unset_and_json_has_no_nan():
     record = EVENT.decode(b'{"ph": "X", "cat": "cpu_op"}')
     assert record == Event(ph="X", cat="cpu_op") and record.ts is UNSET and record.name is UNSET
     with pytest.raises(msgspec.DecodeError):
         EVENT.decode(b'{"ts": NaN}')
+
+
+def test_times_keep_their_json_number_type_and_memory_arguments_tell_absent_from_null():
+    record = EVENT.decode(b'{"ph": "X", "ts": 5, "dur": 2.5, "args": {"Bytes": 8, "Addr": 1}}')
+    assert (record.ts, type(record.ts), record.dur) == (5, int, 2.5)  # the Timeline's index writes 5, not 5.0
+    assert (record.args.alloc_bytes, record.args.addr, record.args.total_reserved) == (8, 1, UNSET)
+    for key in ("Bytes", "Total Allocated", "Total Reserved", "Device Type", "Device Id", "Addr"):
+        with pytest.raises(msgspec.ValidationError):  # null is no integer: the memory rule says so, generically
+            EVENT.decode(orjson.dumps({"args": {key: None}}))

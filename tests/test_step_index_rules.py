@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 from dataclasses import asdict
@@ -17,7 +18,18 @@ from pathlib import Path
 import pytest
 from test_timeline_window import CALL_CATS, GPU_CATS, expected_steps
 
-from lightx2v.trace_browser.step_index import INDEX_SUFFIX, KEEP_INDEXES, Chunk, describe, frame_span, prune, step_index
+from lightx2v.trace_browser.step_index import (
+    INDEX_SUFFIX,
+    KEEP_INDEXES,
+    Chunk,
+    IndexBuilder,
+    describe,
+    frame_span,
+    prune,
+    step_index,
+)
+from lightx2v.trace_summary import reader
+from lightx2v.trace_summary.records import EVENTS
 
 from helpers.kineto import GPU_TID, HOST_TID, Kineto
 from helpers.steps_trace import steps_trace
@@ -45,15 +57,16 @@ def test_the_page_is_told_each_steps_times_and_the_gpu_events_it_launched(trace)
     assert [s["gpu_events"] for s in steps] == [2, 1, 2]  # step 1 launched one more that ran in step 2
 
 
-def test_the_page_is_told_the_span_of_the_timed_events_and_how_many_were_read_and_skipped(trace):
+@pytest.mark.parametrize("typed", [True, False], ids=["typed", "generic"])
+def test_the_page_is_told_the_span_of_the_timed_events_and_how_many_were_read_and_skipped(trace, monkeypatch, typed):
+    monkeypatch.setattr(reader, "TYPED", typed)
     path, events = trace
     timed = [e for e in events if e.get("ph") == "X" and e.get("cat") != "python_function"]
     told = describe(step_index(path, None))
     assert told["span"] == [min(e["ts"] for e in timed), max(e["ts"] + e["dur"] for e in timed)]
-    frames = sum(1 for e in events if e.get("cat") == "python_function")
-    # the Python frames written as kineto writes them ("ph", then "cat") are skipped undecoded; the one written
-    # with its keys in another order is read
-    assert told["skipped"] == frames - 1
+    # the Python frames are not indexed, however they are written: the generic reader skips those written as
+    # kineto writes them ("ph", then "cat") undecoded and reads the one written otherwise, the typed one reads all
+    assert told["skipped"] == sum(1 for e in events if e.get("cat") == "python_function")
     assert told["events"] == len(events) - told["skipped"]
     assert set(told) == {"span", "events", "skipped", "steps"}
 
@@ -208,3 +221,49 @@ def test_a_piece_with_one_frame_whose_times_are_written_otherwise_has_no_frame_t
     odd = '{"ph": "X", "cat": "python_function", "name": "b.py(3): h", "pid": 1, "tid": 1, "dur": 5.0, "ts": 50.0}'
     piece = ", ".join([KINETO_FRAME.format(name="a.py(1): f", ts=30.0, dur=5.0), odd])
     assert frame_span(memoryview(piece.encode())) == ()
+
+
+# --- an index made along another pass: its batches merged into pieces -------------------------------------------
+
+class Batches:
+    """What IndexBuilder reads of a stream, set by hand: where the batch starts, the frames skipped so far."""
+
+    def __init__(self, typed: bool) -> None:
+        self.typed, self.generic, self.skipped, self.batch_start = typed, [], 0, 0
+        self.events_end, self.metadata, self.compressed = 0, {}, False
+
+
+def frame(ts, dur):
+    return {"ph": "X", "cat": "python_function", "name": "f", "pid": 1, "tid": 1, "ts": ts, "dur": dur}
+
+
+def op(ts, dur):
+    return {"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": ts, "dur": dur}
+
+
+@pytest.mark.parametrize("typed", [True, False])
+def test_batches_closer_than_a_piece_are_one_piece_with_their_frames_and_times_together(typed):
+    builder, stream = IndexBuilder(merge_below=200), Batches(typed)
+    as_read = (lambda events: EVENTS.decode(json.dumps(events).encode())) if typed else list
+    for start, events in ((0, [frame(10, 10), op(100, 1)]), (100, [frame(5, 10), op(50, 1)]),
+                          (300, [op(400, 1)]), (350, [frame(30, 1), {"ph": "X", "cat": "python_function"}])):
+        stream.batch_start = start
+        builder.feed(as_read(events), stream)
+    stream.events_end = 500
+    index = builder.finish(stream)
+    pieces = [(c.start, c.stop, c.frames, c.f_lo, c.f_hi, c.t_lo, c.t_hi) for c in index.chunks]
+    # the last piece's second frame has no times: its frames may lie anywhere
+    assert pieces == [(0, 300, True, 5.0, 20.0, 50, 101), (300, 500, True, -math.inf, math.inf, 400, 401)]
+    assert (index.events, index.skipped, index.span) == (3, 4, [50, 401])
+
+
+def test_frames_skipped_undecoded_count_and_widen_the_piece_they_lie_in():
+    builder, stream = IndexBuilder(merge_below=200), Batches(False)
+    builder.skipped_bytes(memoryview(KINETO_FRAME.format(name="a.py(1): f", ts=7.0, dur=1.0).encode()))
+    stream.skipped = 1
+    builder.feed([op(100, 1)], stream)
+    stream.batch_start = 150
+    builder.feed([frame(3, 1)], stream)
+    index = builder.finish(stream)
+    assert [(c.frames, c.f_lo, c.f_hi) for c in index.chunks] == [(True, 3.0, 8.0)]
+    assert (index.events, index.skipped) == (1, 2)

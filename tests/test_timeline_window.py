@@ -20,6 +20,7 @@ import pytest
 from lightx2v.trace_browser.gzip_seek import FileChanged
 from lightx2v.trace_browser.step_index import INDEX_SUFFIX, KEEP_INDEXES, PIECE_BYTES, prune, step_index
 from lightx2v.trace_browser.window import range_window, step_window
+from lightx2v.trace_summary import reader
 
 from conftest import H200_TRACE
 from helpers.procs import get_json, http_get, trace_browser, wait_until
@@ -197,14 +198,19 @@ def test_a_steps_python_frames_are_read_where_they_lie_not_the_whole_file(tmp_pa
         assert read < size / 4, f"read {read} of {size} bytes for one step's frames of 120"
 
 
-def test_frames_whose_times_are_written_otherwise_are_read_for_every_frames_window(tmp_path):
-    """A frame with "dur" before "ts" (or any event the piece's regex cannot read) leaves its piece's frame times
-    unknown: the piece is read for every frames window, never passed by."""
+@pytest.mark.parametrize("typed", [True, False], ids=["typed", "generic"])
+def test_frames_whose_times_are_written_otherwise_are_read_for_every_frames_window(tmp_path, monkeypatch, typed):
+    """A frame whose times cannot be read at indexing (the generic reader's regex over the skipped bytes cannot read
+    one with "dur" before "ts"; the typed one reads that, but not a frame without a "dur") leaves its piece's frame
+    times unknown: the piece is read for every frames window, never passed by."""
+    monkeypatch.setattr(reader, "TYPED", typed)
     path = tmp_path / "rank0_host.pt.trace.json"
     steps_trace(path, steps=40)
     doc = load(str(path))
     odd = {"ph": "X", "cat": "python_function", "name": "odd.py(3): dur first", "pid": 1, "tid": 1, "dur": 5.0,
            "ts": T0 + 30 * STEP_US + 10, "args": {}}
+    if typed:
+        del odd["dur"]
     at = next(i for i, e in enumerate(doc["traceEvents"]) if e["name"] == "model.py(10): forward")
     doc["traceEvents"].insert(at + 1, odd)  # among step 10's frames, far from step 30's
     path.write_text(json.dumps(doc))

@@ -16,6 +16,7 @@ import pytest
 import tqdm.std
 
 from lightx2v.trace_summary import __main__ as cli
+from lightx2v.trace_summary import parallel
 from lightx2v.trace_summary.__main__ import main, skipped_note
 from lightx2v.trace_summary.model import SkippedFile
 
@@ -207,7 +208,7 @@ def test_ctrl_c_while_reading_exits_130(tmp_path, capsys, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "summarize_run", interrupted)
+    monkeypatch.setattr(cli, "summarize_runs", interrupted)
     path = trace(tmp_path, ops=1)
     assert run(capsys, path) == (130, "", "")
     assert run(capsys, "--diff", path, path) == (130, "", "")
@@ -483,7 +484,9 @@ def test_on_a_terminal_a_read_of_over_a_second_shows_a_bar_of_bytes_that_goes_aw
 
 
 def test_the_diffs_bar_counts_the_bytes_of_both_sides(tmp_path, monkeypatch):
-    # the clock stands still after its first 1.5 s: the bar is drawn once, after the first side
+    # the clock stands still after its first 1.5 s: the bar is drawn once, after the first side (the sides read one
+    # after the other, as one worker reads them: side by side, when each lands is up to the machine)
+    monkeypatch.setattr(parallel, "plan_workers", lambda paths: 1)
     path = trace(tmp_path, ops=2)
     size = os.path.getsize(path)
     terminal = Terminal()

@@ -67,6 +67,20 @@ class Memo(Generic[T]):
                 del self._pending[key]
             pending.done.set()
 
+    def holds(self, key: Hashable) -> bool:
+        """Whether a value for ``key`` is kept (or being computed)."""
+        with self._lock:
+            return key in self._values or key in self._pending
+
+    def put(self, key: Hashable, value: T) -> None:
+        """Keep ``value``, computed elsewhere (with others, at once), unless one is kept or being computed."""
+        with self._lock:
+            if key in self._values or key in self._pending:
+                return
+            self._values[key] = value
+            while len(self._values) > self.keep:
+                self._values.popitem(last=False)
+
     def clear(self) -> None:
         with self._lock:
             self._values.clear()

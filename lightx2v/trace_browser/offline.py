@@ -10,6 +10,7 @@ chooses them), `/assets/<polyfill>`, `/vendor/trace_viewer_full.html`.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import os
@@ -25,12 +26,12 @@ from lightx2v.trace_summary.diff import compare_runs
 from lightx2v.trace_summary.discover import RunFiles
 from lightx2v.trace_summary.errors import TraceError
 from lightx2v.trace_summary.model import RunSummary
-from lightx2v.trace_summary.summarize import summarize_run
+from lightx2v.trace_summary.summarize import summarize_run, summarize_runs
 from lightx2v.utils.torch_trace_profiler import TRACE_BROWSER_DIR
 
 from .gzip_seek import identity
 from .memo import Memo
-from .step_index import StepIndex, describe, step_index
+from .step_index import StepIndex, describe, index_keeper, step_index
 
 INDEX_ROUTE, WINDOW_ROUTE = "/api/timeline/index/", "/api/timeline/window/"
 MERGED_ROUTE = "/api/merged/"  # + a run folder + "?step=NAME": that step of every rank, one clock, one file
@@ -181,9 +182,34 @@ def _run_key(run: RunFiles) -> tuple:
     return tuple((f, _version(f)) for f in run.files), run.label, run.path
 
 
-def _summary_of(run: RunFiles, key: tuple | None = None) -> RunSummary:
-    """The run's summary, kept by its files' versions; TraceError when it cannot be read."""
-    return _SUMMARIES.get(key or _run_key(run), lambda: summarize_run(run))
+def _index_keeper(root: str) -> functools.partial:
+    """What makes a trace's Timeline index in its summary's pass, kept in the root's index folder."""
+    return functools.partial(index_keeper, os.path.join(os.path.realpath(root), TRACE_BROWSER_DIR, "index"))
+
+
+def _summary_of(root: str, run: RunFiles, key: tuple | None = None) -> RunSummary:
+    """The run's summary, kept by its files' versions; TraceError when it cannot be read. Its ranks are read side
+    by side, and each one's Timeline index is made in the same pass (kept in the index folder)."""
+    return _SUMMARIES.get(key or _run_key(run), lambda: summarize_run(run, also=_index_keeper(root)))
+
+
+def _summaries_of(root: str, runs: list[RunFiles]) -> list[RunSummary | TraceError]:
+    """Several runs' summaries (the Compare page's two sides): those not kept yet are read together, all their
+    files side by side; a run that cannot be read is read again alone, for its error as ``_summary_of`` says it."""
+    keys = [_run_key(run) for run in runs]
+    todo = {key: run for key, run in zip(keys, runs, strict=True) if not _SUMMARIES.holds(key)}
+    if len(todo) > 1:
+        read = summarize_runs(list(todo.values()), keep_going=True, also=_index_keeper(root))
+        for key, summary in zip(todo, read, strict=True):
+            if not summary.damaged_files:
+                _SUMMARIES.put(key, summary)
+    out: list[RunSummary | TraceError] = []
+    for run, key in zip(runs, keys, strict=True):
+        try:
+            out.append(_summary_of(root, run, key))
+        except TraceError as exc:
+            out.append(exc)
+    return out
 
 
 def overview_page(root: str, rel: str) -> Page:
@@ -198,7 +224,7 @@ def overview_page(root: str, rel: str) -> Page:
         return f"{MERGED_ROUTE}{_quote(rel)}?step={urllib.parse.quote(step)}"
 
     def render() -> bytes:
-        return overview.render_overview(_summary_of(run, key), timeline_url=timeline_of,
+        return overview.render_overview(_summary_of(root, run, key), timeline_url=timeline_of,
                                         merged_url=merged_of if rel == "" or rel.endswith("/") else None).encode()
 
     try:
@@ -217,7 +243,7 @@ def merged_page(root: str, rel: str, query: str) -> Page:
         raise Refused(400, "name the step: ?step=ProfilerStep%23N")
     run = _run_files(root, rel, "merged step")
     try:
-        summary = _summary_of(run, _run_key(run))
+        summary = _summary_of(root, run)
         body = merged.merged_step(summary, lambda f: _index_of(root, f), step)
     except TraceError as exc:
         return _text(str(exc), 422)
@@ -236,14 +262,13 @@ def compare_page(root: str, query: str) -> Page:
             raise Refused(400, "name both sides: /compare?base=<trace or run folder/>&new=<...>")
         sides = compare.choices(list_traces(root))
         return Page(compare.render_chooser(sides).encode())
+    read = [_run_files(root, _quote(side), "Compare page") for side in (base, new)]
     runs = []
-    for side in (base, new):
-        run = _run_files(root, _quote(side), "Compare page")
-        try:
-            runs.append(_summary_of(run))
-        except TraceError as exc:
-            body = overview.render_error("Cannot summarize this trace", f"{side or './'}: {exc}")
+    for side, summary in zip((base, new), _summaries_of(root, read), strict=True):  # both read side by side
+        if isinstance(summary, TraceError):
+            body = overview.render_error("Cannot summarize this trace", f"{side or './'}: {summary}")
             return Page(body.encode(), status=422)
+        runs.append(summary)
     try:
         diff = compare_runs(runs[0], runs[1])
     except ValueError as exc:  # a side without a readable rank

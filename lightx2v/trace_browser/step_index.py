@@ -33,8 +33,10 @@ from typing import Any
 
 from lightx2v.fileio import write_atomically
 from lightx2v.trace_browser.gzip_seek import FileChanged
+from lightx2v.trace_summary import reader
 from lightx2v.trace_summary.collect import KERNEL_CATS, MEM_CATS, RUNTIME_CATS, STEP_PREFIX
 from lightx2v.trace_summary.reader import TraceStream
+from lightx2v.trace_summary.records import NO_ID, UNSET, Event
 
 VERSION = 4  # of the index file's layout: an index of another version is built again
 INDEX_SUFFIX = ".steps.json"
@@ -45,6 +47,8 @@ STEP_CATS = frozenset({"user_annotation"})
 FLOW_PHASES = frozenset({"s", "t", "f"})
 SKIP_FRAMES = rb'\s*"ph"\s*:\s*"X"\s*,\s*"cat"\s*:\s*"python_function"'  # kineto writes "ph", then "cat"
 GPU_STEP_CATS = frozenset({"gpu_user_annotation"})
+ALL_STEP_CATS = STEP_CATS | GPU_STEP_CATS
+FRAME_CAT = "python_function"
 
 
 @dataclass
@@ -116,18 +120,59 @@ def step_index(trace_path: str, cache_dir: str | None, chunk_bytes: int = PIECE_
                 pass
             return found
     index = build_index(trace_path, chunk_bytes)
+    _stamp(index, trace_path, st)
+    if cache is not None:
+        _keep(index, cache)
+    return index
+
+
+def index_keeper(cache_dir: str, trace_path: str, merge_below: int = PIECE_BYTES) -> IndexKeeper | None:
+    """The index of ``trace_path`` made in another pass over it (``analyze_trace(also=...)``: the Overview reads a
+    trace once for its summary and its Timeline index) and kept in ``cache_dir``; None when the cache holds it
+    already. ``functools.partial(index_keeper, cache_dir)`` is what ``summarize_runs(also=...)`` takes."""
+    cache = _cache_file(trace_path, cache_dir)
+    st = os.stat(trace_path)
+    found = _read(cache)
+    if found is not None and (found.size, found.mtime_ns) == (st.st_size, st.st_mtime_ns):
+        return None
+    return IndexKeeper(trace_path, cache, st, merge_below)
+
+
+class IndexKeeper:
+    """An ``IndexBuilder`` riding along another pass (its batches merged into pieces of ``merge_below`` bytes),
+    whose index is kept in the cache folder when the pass ends, unless the trace changed meanwhile."""
+
+    def __init__(self, trace_path: str, cache: str, st: os.stat_result, merge_below: int = PIECE_BYTES) -> None:
+        self.trace_path, self.cache, self.st = trace_path, cache, st
+        self.builder = IndexBuilder(merge_below=merge_below)
+
+    def feed(self, batch: list[Any], stream: TraceStream) -> None:
+        self.builder.feed(batch, stream)
+
+    def finish(self, stream: TraceStream) -> None:
+        index = self.builder.finish(stream)
+        try:
+            _stamp(index, self.trace_path, self.st)
+        except (FileChanged, OSError):
+            return  # the summary stands; the Timeline indexes the new version when asked
+        _keep(index, self.cache)
+
+
+def _stamp(index: StepIndex, trace_path: str, st: os.stat_result) -> None:
+    """Name the trace's size and mtime in the index; FileChanged when it was rewritten while being read."""
     after = os.stat(trace_path)
     if (after.st_size, after.st_mtime_ns, after.st_ino) != (st.st_size, st.st_mtime_ns, st.st_ino):
         raise FileChanged(trace_path)  # rewritten while being read: the index would name neither version
     index.size, index.mtime_ns = st.st_size, st.st_mtime_ns
-    if cache is not None:
-        try:
-            os.makedirs(os.path.dirname(cache), exist_ok=True)
-            write_atomically(cache, json.dumps(asdict(index)))
-            prune(os.path.dirname(cache))
-        except OSError:  # a read-only results root: the caller keeps it in memory
-            pass
-    return index
+
+
+def _keep(index: StepIndex, cache: str) -> None:
+    try:
+        os.makedirs(os.path.dirname(cache), exist_ok=True)
+        write_atomically(cache, json.dumps(asdict(index)))
+        prune(os.path.dirname(cache))
+    except OSError:  # a read-only results root: the caller keeps it in memory
+        pass
 
 
 def prune(cache_dir: str, keep: int = KEEP_INDEXES) -> None:
@@ -167,69 +212,192 @@ def _read(path: str) -> StepIndex | None:
         return None  # missing, half-understood or from another layout: build it again
 
 
-def build_index(trace_path: str, chunk_bytes: int = PIECE_BYTES) -> StepIndex:
-    """One streaming pass over the trace (TraceError when it cannot be read)."""
-    cpu_steps: dict[str, list[float]] = {}
-    gpu_steps: dict[str, list[float]] = {}
-    launch_ts: dict[int, float] = {}  # correlation id -> its runtime/driver call's start
-    gpu: list[tuple[int, float]] = []  # (correlation id, GPU end) of GPU events with a correlation id
-    chunks: list[Chunk] = []
-    lo, hi = math.inf, -math.inf
-    events = skipped = 0
-    skipped_span: list[float] = []  # the times of the frames skipped in the batch about to be yielded
-    stream = TraceStream(trace_path, chunk_bytes=chunk_bytes, skip_head=SKIP_FRAMES,
-                         on_skipped=lambda piece: skipped_span.extend(frame_span(piece)))
+def build_index(trace_path: str, chunk_bytes: int = PIECE_BYTES, typed: bool | None = None) -> StepIndex:
+    """One streaming pass over the trace (TraceError when it cannot be read); ``typed``: the reading pass's
+    decoder (default ``reader.TYPED``; the generic one gives the same index)."""
+    typed = reader.TYPED if typed is None else typed
+    builder = IndexBuilder()
+    stream = TraceStream(trace_path, chunk_bytes=chunk_bytes, skip_head=None if typed else SKIP_FRAMES,
+                         on_skipped=builder.skipped_bytes, typed=typed)
     for batch in stream.batches():
-        events += len(batch)
-        chunk = Chunk(start=stream.batch_start)
-        if chunks:
-            chunks[-1].stop = chunk.start
-        if stream.skipped != skipped:  # frames skipped in this batch's bytes
+        builder.feed(batch, stream)
+    return builder.finish(stream)
+
+
+class IndexBuilder:
+    """The index's share of a reading pass: ``feed`` each batch the stream yields (dicts, or typed records with
+    dicts at ``stream.generic``), then ``finish``. It rides along the summary's pass too (the trace browser's
+    Overview reads a trace once for both), that pass's batches merged into pieces of at least ``merge_below``
+    bytes.
+
+    Python frames are not indexed, only counted (``skipped``) and noted per piece with the times they cover: the
+    generic reader skips most of them undecoded (their times then come from their bytes, ``frame_span``), the
+    typed one decodes them all."""
+
+    def __init__(self, merge_below: int = 0) -> None:
+        self.merge_below = merge_below
+        self.cpu_steps: dict[str, list[float]] = {}
+        self.gpu_steps: dict[str, list[float]] = {}
+        self.launch_ts: dict[int, float] = {}  # correlation id -> its runtime/driver call's start
+        self.gpu: list[tuple[int, float]] = []  # (correlation id, GPU end) of GPU events with a correlation id
+        self.chunks: list[Chunk] = []
+        self.lo, self.hi = math.inf, -math.inf
+        self.events = 0  # events indexed (Python frames not counted)
+        self.frames = 0  # Python frames
+        self._undecoded = 0  # the stream's frames skipped undecoded so far
+        self._skipped_span: tuple[float, float] | tuple[()] = ()  # on_skipped's, for the batch about to come
+        self._span: list[float] | None = None  # [lowest start, highest end] of the current piece's frames
+        self._span_known = True  # False once a frame's times could not be read: the piece's are the whole trace's
+
+    def skipped_bytes(self, piece: memoryview) -> None:
+        """``TraceStream(on_skipped=...)``: the times of the frames the generic reader skipped in a batch."""
+        self._skipped_span = frame_span(piece)
+
+    def feed(self, batch: list[Any], stream: TraceStream) -> None:
+        if not self.chunks or stream.batch_start - self.chunks[-1].start >= self.merge_below:
+            self._close_piece()
+            if self.chunks:
+                self.chunks[-1].stop = stream.batch_start
+            self.chunks.append(Chunk(start=stream.batch_start))
+        chunk = self.chunks[-1]
+        undecoded = stream.skipped - self._undecoded
+        if undecoded:
+            self._undecoded = stream.skipped
+            self.frames += undecoded
+            if self._skipped_span:
+                self._widen(*self._skipped_span)
+            else:
+                self._span_known = False
+        frames = self.frames
+        if not stream.typed:
+            for e in batch:
+                self._event(e, chunk)
+        elif not stream.generic:
+            self._records(batch, chunk)
+        else:
+            generic = set(stream.generic)
+            for k, e in enumerate(batch):
+                if k in generic:
+                    self._event(e, chunk)
+                else:
+                    self._records([e], chunk)
+        self.events += len(batch) - (self.frames - frames)
+
+    def finish(self, stream: TraceStream) -> StepIndex:
+        """The index, once the stream has been read to its end (size and mtime for the caller to set)."""
+        self._close_piece()
+        if self.chunks:
+            self.chunks[-1].stop = stream.events_end
+        windows = _windows(self.cpu_steps, self.gpu_steps, self.launch_ts, self.gpu)
+        return StepIndex(size=0, mtime_ns=0, events=self.events, skipped=self.frames,
+                         span=[self.lo, self.hi] if self.lo <= self.hi else [], steps=windows,
+                         metadata=stream.metadata, chunks=self.chunks, compressed=stream.compressed)
+
+    def _widen(self, lo: float, hi: float) -> None:
+        if self._span is None:
+            self._span = [lo, hi]
+        else:
+            self._span[0], self._span[1] = min(self._span[0], lo), max(self._span[1], hi)
+
+    def _frame(self, ts: Any, dur: Any) -> None:
+        self.frames += 1
+        if isinstance(ts, (int, float)) and isinstance(dur, (int, float)):
+            self._widen(float(ts), float(ts) + float(dur))  # as frame_span reads them from the bytes
+        else:
+            self._span_known = False
+
+    def _close_piece(self) -> None:
+        """Note the frames of the piece just finished."""
+        if self.chunks and (self._span is not None or not self._span_known):
+            chunk = self.chunks[-1]
             chunk.frames = True
-            if skipped_span:
-                chunk.f_lo, chunk.f_hi = skipped_span
-            skipped = stream.skipped
-        skipped_span.clear()
-        chunks.append(chunk)
+            if self._span_known and self._span is not None:
+                chunk.f_lo, chunk.f_hi = self._span
+        self._span, self._span_known = None, True
+
+    def _event(self, e: dict[str, Any], chunk: Chunk) -> None:
+        """One event decoded as a dict."""
+        ph = e.get("ph")
+        if ph == "M":
+            chunk.meta = True
+            return
+        cat = e.get("cat")
+        if cat == FRAME_CAT and ph == "X":
+            self._frame(e.get("ts"), e.get("dur"))
+            return
+        ts = e.get("ts")
+        if not isinstance(ts, (int, float)):
+            return
+        dur = e.get("dur")
+        end = ts + dur if isinstance(dur, (int, float)) else ts
+        self.lo, self.hi = min(self.lo, ts), max(self.hi, end)
+        chunk.t_lo, chunk.t_hi = min(chunk.t_lo, ts), max(chunk.t_hi, end)
+        if ph in FLOW_PHASES:
+            chunk.holds(e.get("id"))
+            return
+        if ph != "X":
+            return
+        if cat in RUNTIME_CATS or cat in GPU_CATS:
+            args = e.get("args")
+            corr = args.get("correlation") if isinstance(args, dict) else None
+            if isinstance(corr, int):
+                self._linked(cat, corr, ts, end, chunk)
+        elif cat in STEP_CATS or cat in GPU_STEP_CATS:
+            name = e.get("name")
+            if isinstance(name, str) and name.startswith(STEP_PREFIX):
+                self._step(cat, name, ts, end)
+
+    def _records(self, batch: list[Event], chunk: Chunk) -> None:
+        """``_event`` over typed records (the hot loop of a typed pass)."""
+        lo, hi, t_lo, t_hi = self.lo, self.hi, chunk.t_lo, chunk.t_hi
+        unset, flows, calls, gpu_cats, step_cats = UNSET, FLOW_PHASES, RUNTIME_CATS, GPU_CATS, ALL_STEP_CATS
         for e in batch:
-            ph = e.get("ph")
+            ph = e.ph
             if ph == "M":
                 chunk.meta = True
                 continue
-            ts = e.get("ts")
-            if not isinstance(ts, (int, float)):
+            cat = e.cat
+            if cat == FRAME_CAT and ph == "X":
+                self._frame(e.ts, e.dur)
                 continue
-            dur = e.get("dur")
-            end = ts + dur if isinstance(dur, (int, float)) else ts
-            lo, hi = min(lo, ts), max(hi, end)
-            chunk.t_lo, chunk.t_hi = min(chunk.t_lo, ts), max(chunk.t_hi, end)
-            if ph in FLOW_PHASES:
-                chunk.holds(e.get("id"))
+            ts = e.ts
+            if ts is unset:
                 continue
-            if ph != "X":
+            dur = e.dur
+            end = ts if dur is unset else ts + dur
+            if ts < lo:
+                lo = ts
+            if end > hi:
+                hi = end
+            if ts < t_lo:
+                t_lo = ts
+            if end > t_hi:
+                t_hi = end
+            if ph in flows:
+                chunk.holds(e.id)
+            elif ph != "X":
                 continue
-            cat = e.get("cat")
-            if cat in RUNTIME_CATS or cat in GPU_CATS:
-                args = e.get("args")
-                corr = args.get("correlation") if isinstance(args, dict) else None
-                if isinstance(corr, int):
-                    if cat in RUNTIME_CATS:
-                        launch_ts[corr] = ts
-                    else:
-                        gpu.append((corr, end))
-                        chunk.holds(corr)
-            elif cat in STEP_CATS or cat in GPU_STEP_CATS:
-                name = e.get("name")
-                if isinstance(name, str) and name.startswith(STEP_PREFIX):
-                    spans = cpu_steps if cat in STEP_CATS else gpu_steps
-                    span = spans.setdefault(name, [ts, end])
-                    span[0], span[1] = min(span[0], ts), max(span[1], end)
-    if chunks:
-        chunks[-1].stop = stream.events_end
-    windows = _windows(cpu_steps, gpu_steps, launch_ts, gpu)
-    return StepIndex(size=0, mtime_ns=0, events=events, skipped=stream.skipped,
-                     span=[lo, hi] if lo <= hi else [], steps=windows, metadata=stream.metadata,
-                     chunks=chunks, compressed=stream.compressed)
+            elif cat in calls or cat in gpu_cats:
+                args = e.args
+                if args is not None and args.correlation != NO_ID:
+                    self._linked(cat, args.correlation, ts, end, chunk)
+            elif cat in step_cats:
+                name = e.name
+                if name is not unset and name.startswith(STEP_PREFIX):
+                    self._step(cat, name, ts, end)
+        self.lo, self.hi, chunk.t_lo, chunk.t_hi = lo, hi, t_lo, t_hi
+
+    def _linked(self, cat: Any, corr: int, ts: float, end: float, chunk: Chunk) -> None:
+        if cat in RUNTIME_CATS:
+            self.launch_ts[corr] = ts
+        else:
+            self.gpu.append((corr, end))
+            chunk.holds(corr)
+
+    def _step(self, cat: Any, name: str, ts: float, end: float) -> None:
+        spans = self.cpu_steps if cat in STEP_CATS else self.gpu_steps
+        span = spans.setdefault(name, [ts, end])
+        span[0], span[1] = min(span[0], ts), max(span[1], end)
 
 
 _NUMBER = rb"(-?[0-9][0-9.eE+-]*)"

@@ -7,8 +7,8 @@
 Modules, one idea each, in the order data flows:
 
 - input: ``discover`` (which files a PATH means, by the stack's one trace rule in ``lightx2v.trace_files``),
-  ``reader`` (streaming JSON events, plain or gzip), ``records`` (the typed events it decodes: only the fields
-  the analyses read), ``errors`` (the one exception for bad input);
+  ``reader`` (streaming JSON events, plain or gzip, into the typed ``records`` or dicts), ``errors`` (the one
+  exception for bad input);
 - one file: ``analyze`` (file -> RankSummary, a thin front) over ``collect`` (the one streaming pass), then one
   module per question: ``launch``, ``enclosing`` and ``ids`` (the launch chain: GPU event -> runtime call ->
   enclosing ops), ``attribution`` (GPU time by launching op), ``steps`` (steps by launch, idle by cause), ``series``
@@ -19,10 +19,10 @@ Modules, one idea each, in the order data flows:
   the Python frames of a with_stack capture);
 - collectives: ``comm`` (each call of a collective on one rank, from every schema; matched across ranks),
   ``exposed`` (communication not hidden by compute, per step: HTA's definition);
-- a run: ``summarize`` (PATHs -> runs), ``ranks`` (straggler; or spans, captures at different times),
-  ``run_comm`` (its communication across ranks) over ``clocks`` (the ranks' clocks from collectives' ends),
-  ``comm_waits`` (who waited for whom, the late rank per step) and ``bandwidth`` (nccl-tests' algbw/busbw
-  against the link);
+- a run: ``summarize`` (PATHs -> runs; its files read side by side by ``parallel``), ``ranks`` (straggler; or
+  spans, captures at different times), ``run_comm`` (its communication across ranks) over ``clocks`` (the ranks'
+  clocks from collectives' ends), ``comm_waits`` (who waited for whom, the late rank per step) and ``bandwidth``
+  (nccl-tests' algbw/busbw against the link);
 - two runs: ``diff`` with ``noise`` (change or noise, from the steps' own spread), ``efficiency_diff``,
   ``frames_diff`` (per frame of your code) and ``comm_diff`` (exposed communication and waits);
 - output: ``model`` (dataclasses = the --json schema), ``render`` / ``render_diff`` / ``render_efficiency`` /

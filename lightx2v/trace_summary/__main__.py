@@ -32,7 +32,7 @@ from .names import rank_from_name
 from .peaks import parse_peak
 from .render import render_runs
 from .render_diff import render_diff
-from .summarize import span_runs, summarize_run
+from .summarize import span_runs, summarize_runs
 
 COLLAPSED_CHOICES = ("auto", *COLLAPSED_VALUES)
 DATA_ERROR, USAGE_ERROR = 1, 2  # exit statuses (USAGE_ERROR is argparse's own)
@@ -103,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    tqdm.monitor_interval = 0  # no monitor thread (our bar moves as bytes are read): one thread forks its workers
     parser = build_parser()
     args = parser.parse_args(argv)
     if hasattr(sys.stdout, "reconfigure"):
@@ -115,11 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         runs_files = resolve(args.paths, errors)
         total = sum(_size(path) for run in runs_files for path in run.files)
-        # On a terminal, a bar appears when reading takes over a second (big traces); never in pipes.
+        # On a terminal, a bar appears when reading takes over a second (big traces); never in pipes. One bar
+        # across every file, read side by side.
         with tqdm(total=total, unit="B", unit_scale=True, desc="reading", file=sys.stderr, disable=None,
                   delay=1.0, leave=False) as bar:
-            runs = [summarize_run(run, args.top, bar.update, keep_going=True, peak=args.peak,
-                                  folded=not args.all_frames) for run in runs_files]
+            runs = summarize_runs(runs_files, args.top, bar.update, keep_going=True, peak=args.peak,
+                                  folded=not args.all_frames)
     except KeyboardInterrupt:
         return 130
     for run in runs:
@@ -210,11 +212,12 @@ def _diff(paths: list[str], top: int, as_json: bool, peak: PeakSpec | None = Non
 
 
 def _summarized(sides: list[RunFiles], top: int, peak: PeakSpec | None, folded: bool) -> list[RunSummary]:
-    """``--diff``'s runs read, with a progress bar on a terminal when reading takes over a second."""
+    """``--diff``'s runs read (every file of both, side by side), with a progress bar on a terminal when reading
+    takes over a second."""
     total = sum(_size(path) for run in sides for path in run.files)
     with tqdm(total=total, unit="B", unit_scale=True, desc="reading", file=sys.stderr, disable=None,
               delay=1.0, leave=False) as bar:
-        return [summarize_run(run, top, bar.update, peak=peak, folded=folded) for run in sides]
+        return summarize_runs(sides, top, bar.update, peak=peak, folded=folded)
 
 
 def _one_run(path: str) -> RunFiles:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import os
 from array import array
 from collections.abc import Callable
+from typing import Any, Protocol
 
-from . import intervals, memory
+from . import intervals, memory, reader
 from .attribution import group_keys, launches
 from .collect import SKIP_HEAD, SKIP_HEAD_FRAMES, Collected, malformed_field
 from .comm import is_comm_name, rank_collectives
@@ -39,10 +40,18 @@ from .steps import IDLE_FLAG_RATIO, idle_total, step_stats
 __all__ = ["IDLE_FLAG_RATIO", "SKIP_HEAD", "analyze_trace", "malformed_field", "percent", "summarize_collected"]
 
 
+class AlsoRead(Protocol):
+    """Another answer made in the same pass (the Timeline's step index): fed every batch the stream yields."""
+
+    def feed(self, batch: list[Any], stream: TraceStream) -> None: ...
+
+    def finish(self, stream: TraceStream) -> None: ...
+
+
 def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | None = None,
                   peak: PeakSpec | None = None, target_pct: float = TARGET_PCT,
                   with_efficiency: bool = True, with_frames: bool = True, folded: bool = True,
-                  with_comm: bool = True) -> RankSummary:
+                  with_comm: bool = True, typed: bool | None = None, also: AlsoRead | None = None) -> RankSummary:
     """Read ``path`` once and summarize it; raises TraceError for files that are not complete traces.
 
     ``on_read``: progress callback, see ``TraceStream``; ``peak`` (``--peak``) replaces the device's peak table
@@ -50,16 +59,26 @@ def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | N
     ``with_efficiency=False`` leaves the efficiency answers out (benchmarks/bench_efficiency.py measures them),
     ``with_frames=False`` the Python frames (never decoded then; benchmarks/bench_frames.py); ``folded=False``
     keeps torch's, the standard library's and site-packages' frames in the frame tree (``frames``);
-    ``with_comm=False`` leaves the collectives out (benchmarks/bench_comm.py measures them).
+    ``with_comm=False`` leaves the collectives out (benchmarks/bench_comm.py measures them). ``typed``:
+    the typed reading pass (default ``reader.TYPED``) or the generic one (dicts; same answers, slower);
+    ``also``: another answer fed the same batches (its events are then all decoded, generically too).
     """
+    typed = reader.TYPED if typed is None else typed
     skip = (SKIP_HEAD_FOLDED if folded else SKIP_HEAD_FRAMES) if with_frames else SKIP_HEAD
-    stream = TraceStream(path, skip_head=skip, on_read=on_read)
+    stream = TraceStream(path, skip_head=skip if also is None else None, on_read=on_read, typed=typed)
     c = Collected(shapes_of=MODELED if with_efficiency else frozenset(),
                   frames=keeps(folded) if with_frames else None, args_of=is_comm_name if with_comm else None)
     mem = memory.MemoryEvents(c.count_malformed)
     c.attach(mem)
     for batch in stream.batches():
-        c.feed(batch)
+        if typed:
+            c.feed_records(batch, stream, stream.generic)
+        else:
+            c.feed(batch)
+        if also is not None:
+            also.feed(batch, stream)
+    if also is not None:
+        also.finish(stream)
     return summarize_collected(c, path, stream, top, mem, peak, target_pct, with_efficiency, folded)
 
 
@@ -73,7 +92,7 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
     gpu = gpu_work(c)
     has_gpu = gpu.totals is not None
     chain = launch_chain(c)
-    tree = op_tree(c, chain.ops)
+    tree = op_tree(c, chain.ops, chain.call_op)
     frame_index = FrameIndex(c)  # built once, if a sync or the frame tree needs it
     where = code_line(frame_index)
     found = step_stats(c, gpu.busy if has_gpu else None, gpu.is_kernel, chain, tree, where)

@@ -19,10 +19,11 @@ SAME_END_US of each other are one end (a float sum's rounding), so properly nest
 
 from __future__ import annotations
 
-import math
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import compress, islice
+from operator import add, eq, le
 
 NONE = -1
 SAME_END_US = 0.0005  # half the nanosecond kineto writes: two ends closer than this are the same end
@@ -39,21 +40,12 @@ class Enclosing:
         self.closed: dict[int, float] = {}  # index -> the start of the interval that closed it (close_overlapped)
         closed = self.closed
         for t, idx in by_thread_in_order(range(len(thread)), thread, ts, dur).items():
-            parent = array("l")
-            stack: list[int] = []  # positions in idx of the intervals still open
-            for pos, i in enumerate(idx):
-                start = ts[i]
-                while stack:
-                    j = idx[stack[-1]]
-                    end = ts[j] + dur[j]
-                    if end > start:
-                        if not close_overlapped or end >= start + dur[i] - SAME_END_US:
-                            break
-                        closed[j] = start
-                    stack.pop()
-                parent.append(stack[-1] if stack else NONE)
-                stack.append(pos)
-            self.threads[t] = (array("d", map(ts.__getitem__, idx)), idx, parent)
+            starts = array("d", map(ts.__getitem__, idx))
+            if close_overlapped:
+                parent = _parents_closing(idx, starts, ts, dur, closed)
+            else:
+                parent = _parents(starts, map(add, starts, map(dur.__getitem__, idx)))
+            self.threads[t] = (starts, idx, parent)
 
     def walk(self) -> Iterator[tuple[int, int]]:
         """Every interval as (index, its parent's index or NONE), parents before their children."""
@@ -77,16 +69,59 @@ class Enclosing:
         return NONE
 
 
+def _parents(starts: Sequence[float], ends: Iterable[float]) -> array:
+    """Each interval's parent (a position, NONE for none), the intervals in nesting order: the nearest earlier one
+    still open at its start (one that ends at or before it is closed)."""
+    parent = array("l")
+    add_parent = parent.append
+    stack: list[int] = []  # positions of the intervals still open
+    open_ends: list[float] = []  # and their ends
+    for pos, (start, end) in enumerate(zip(starts, ends, strict=True)):
+        while open_ends and open_ends[-1] <= start:
+            open_ends.pop()
+            stack.pop()
+        add_parent(stack[-1] if stack else NONE)
+        stack.append(pos)
+        open_ends.append(end)
+    return parent
+
+
+def _parents_closing(idx: Sequence[int], starts: Sequence[float], ts: Sequence[float], dur: Sequence[float],
+                     closed: dict[int, float]) -> array:
+    """``_parents`` where an interval that starts inside another and ends after it closes that one at its start
+    (``close_overlapped``), noted in ``closed``."""
+    parent = array("l")
+    stack: list[int] = []  # positions in idx of the intervals still open
+    for pos, i in enumerate(idx):
+        start = starts[pos]
+        while stack:
+            j = idx[stack[-1]]
+            end = ts[j] + dur[j]
+            if end > start:
+                if end >= start + dur[i] - SAME_END_US:
+                    break
+                closed[j] = start
+            stack.pop()
+        parent.append(stack[-1] if stack else NONE)
+        stack.append(pos)
+    return parent
+
+
 def by_thread_in_order(indices: Iterable[int], thread: Sequence[int], ts: Sequence[float],
                        dur: Sequence[float]) -> dict[int, array]:
     """``indices`` by ``thread[i]``, each thread's in (start, -duration) order, the order its intervals nest in
     (kineto writes a thread's events in this order: sorted only when they are not)."""
     by_thread: dict[int, array] = {}
-    for i in indices:
-        found = by_thread.get(thread[i])
-        if found is None:
-            found = by_thread[thread[i]] = array("l")
-        found.append(i)
+    indices = indices if isinstance(indices, range) else list(indices)
+    threads = set(map(thread.__getitem__, indices))
+    if len(threads) == 1:  # one thread (most traces' ops): no loop over the intervals
+        by_thread[threads.pop()] = array("l", indices)
+    else:
+        for i in indices:
+            found = by_thread.get(thread[i])
+            if found is None:
+                found = by_thread[thread[i]] = array("l")
+            found.append(i)
     for t, idx in by_thread.items():
         if not _ordered(idx, ts, dur):
             by_thread[t] = array("l", sorted(idx, key=lambda i: (ts[i], -dur[i])))
@@ -94,11 +129,10 @@ def by_thread_in_order(indices: Iterable[int], thread: Sequence[int], ts: Sequen
 
 
 def _ordered(idx: Sequence[int], ts: Sequence[float], dur: Sequence[float]) -> bool:
-    """Whether ``idx`` is already in (start, -duration) order."""
-    prev_ts, prev_dur = -math.inf, math.inf
-    for i in idx:
-        t = ts[i]
-        if t < prev_ts or (t == prev_ts and dur[i] > prev_dur):
-            return False
-        prev_ts, prev_dur = t, dur[i]
-    return True
+    """Whether ``idx`` is already in (start, -duration) order (C-level comparisons; durations looked at only
+    where starts tie)."""
+    starts = list(map(ts.__getitem__, idx))
+    if not all(map(le, starts, islice(starts, 1, None))):
+        return False
+    ties = list(compress(range(len(starts) - 1), map(eq, starts, islice(starts, 1, None))))
+    return all(dur[idx[k]] >= dur[idx[k + 1]] for k in ties)

@@ -13,3 +13,6 @@ class TraceError(Exception):
         super().__init__(f"{path}: {problem}")
         self.path = path
         self.problem = problem
+
+    def __reduce__(self) -> tuple[type[TraceError], tuple[str, str]]:  # to come back from a worker process
+        return TraceError, (self.path, self.problem)

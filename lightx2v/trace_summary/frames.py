@@ -41,7 +41,7 @@ from .memory import MemoryEvents
 from .model import Frames, FrameStat, FrameTree, ModuleStat
 from .optree import OpTree
 from .ratios import percent
-from .steps import Steps
+from .steps import Steps, op_steps
 
 USER, MODULE, LIBRARY = "user", "module", "library"
 MODULE_PREFIX = "nn.Module: "
@@ -188,18 +188,21 @@ def frame_tree(c: Collected, chain: LaunchChain, steps: Steps, tree: OpTree, mem
     ends = [hi for _, hi in steps.cpu_spans]
     child = tree.child_us
     cpu: dict[tuple[int, int], float] = {}  # (node, top-level op name id) -> self time
-    op_dur = c.op_dur
-    for o, ts in enumerate(c.op_ts):
-        self_us = op_dur[o] - child[o]
-        if self_us <= 0.0:
+    of_root, node_of_root = around.of_root, around.root_node
+    step_cpu_add = b.step_cpu_add
+    for o, (d, k) in enumerate(zip(c.op_dur, op_steps(c, steps), strict=True)):
+        self_us = d - child[o]
+        if self_us <= 0.0 or k == NONE:
             continue
-        k = bisect_right(starts, ts) - 1
-        if k < 0 or ts > ends[k]:
-            continue
-        node = around.op(o)
-        key = (node, op_name[root[o]])
+        r = root[o]
+        at = of_root.get(r)  # the node of the op's top-level op, looked up once
+        if at is None:
+            at = node_of_root(r)
+        if at == MIXED:
+            at = around.op(o)
+        key = (at, op_name[r])
         cpu[key] = cpu.get(key, 0.0) + self_us
-        b.step_cpu_add(node, k, self_us)
+        step_cpu_add(at, k, self_us)
     for (node, n), us in cpu.items():
         b.cpu(node, op_names[n], us)
     device = _allocations(c, mem, b, frames, node_of, chain.ops, top_op, starts, ends) if mem is not None else ""
@@ -249,14 +252,17 @@ class _Around:
     def _root(self, o: int) -> int:
         r = self.root[o]
         node = self.of_root.get(r)
-        if node is None:
-            c = self.c
-            t, lo = c.op_thread[r], c.op_ts[r]
-            hi = lo + c.op_dur[r]
-            starts = self.starts.get(t)
-            pos = bisect_left(starts, lo) if starts is not None else 0
-            inside = starts is not None and pos < len(starts) and starts[pos] <= hi
-            node = self.of_root[r] = MIXED if inside else self._node(t, lo, hi)
+        return self.root_node(r) if node is None else node
+
+    def root_node(self, r: int) -> int:
+        """The node of top-level op ``r`` (MIXED when a frame starts inside it), kept in ``of_root``."""
+        c = self.c
+        t, lo = c.op_thread[r], c.op_ts[r]
+        hi = lo + c.op_dur[r]
+        starts = self.starts.get(t)
+        pos = bisect_left(starts, lo) if starts is not None else 0
+        inside = starts is not None and pos < len(starts) and starts[pos] <= hi
+        node = self.of_root[r] = MIXED if inside else self._node(t, lo, hi)
         return node
 
     def op(self, o: int) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 NONE = -1
 
@@ -41,17 +41,6 @@ class IdIndex:
         if j < 0 or keys[j] != x:
             return NONE
         return j if self.pos is None else self.pos[j]
-
-
-def distinct_sorted(ids: Iterable[int]) -> array:
-    """The distinct values of ``ids``, ascending, as an array (a membership test by bisect)."""
-    return array("q", sorted(set(ids)))
-
-
-def contains(keys: Sequence[int], x: int) -> bool:
-    """Whether the ascending ``keys`` hold ``x``."""
-    j = bisect_right(keys, x) - 1
-    return j >= 0 and keys[j] == x
 
 
 def nondecreasing(ids: Sequence[int]) -> bool:

@@ -26,10 +26,12 @@ from __future__ import annotations
 import math
 from array import array
 from dataclasses import dataclass
+from itertools import compress
+from operator import add
 
 from .collect import NO_ID, Collected
 from .enclosing import NONE, Enclosing
-from .ids import IdIndex, contains, distinct_sorted, nondecreasing
+from .ids import IdIndex, nondecreasing
 from .model import LaunchLinks
 
 AGREE_SHARE = 0.99  # External id is trusted for events without a launch record when it agrees this often
@@ -43,6 +45,7 @@ class LaunchChain:
     call: array  # per GPU event: index of its runtime/driver call, NONE when the trace has none for it
     links: LaunchLinks  # how many events each rule linked (the summary's ``launch_links``)
     ops: Enclosing  # the CPU ops' nesting index, for callers that look up more host times
+    call_op: array  # per runtime/driver call: index of the innermost op around it, NONE when none (``optree``)
 
 
 def launch_chain(c: Collected) -> LaunchChain:
@@ -52,8 +55,8 @@ def launch_chain(c: Collected) -> LaunchChain:
     op = array("l", [NONE]) * n
     call = array("l", [NONE]) * n
     launch_ts = array("d", [math.nan]) * n
-    rt_thread, rt_ts, rt_dur = c.rt_thread, c.rt_ts, c.rt_dur
-    innermost = ops.innermost
+    rt_ts = c.rt_ts
+    call_op = array("l", map(ops.innermost, c.rt_thread, rt_ts, map(add, rt_ts, c.rt_dur)))  # each call, once
     with_record = by_chain = 0
     for g, corr in enumerate(c.g_corr):
         i = call_of.get(corr) if corr != NO_ID else NONE
@@ -61,9 +64,8 @@ def launch_chain(c: Collected) -> LaunchChain:
             continue
         with_record += 1
         call[g] = i
-        lo = rt_ts[i]
-        launch_ts[g] = lo
-        o = innermost(rt_thread[i], lo, lo + rt_dur[i])
+        launch_ts[g] = rt_ts[i]
+        o = call_op[i]
         if o != NONE:
             op[g] = o
             by_chain += 1
@@ -107,7 +109,7 @@ def launch_chain(c: Collected) -> LaunchChain:
     links = LaunchLinks(gpu_events=n, with_launch_record=with_record, by_launch_chain=by_chain,
                         by_external_id=by_ext, label_only=label_only, unlinked=n - by_chain - by_ext - label_only,
                         external_id=rule)
-    return LaunchChain(op=op, label=label, launch_ts=launch_ts, call=call, links=links, ops=ops)
+    return LaunchChain(op=op, label=label, launch_ts=launch_ts, call=call, links=links, ops=ops, call_op=call_op)
 
 
 def _ops_by_external_id(c: Collected) -> IdIndex:
@@ -117,8 +119,9 @@ def _ops_by_external_id(c: Collected) -> IdIndex:
         return IdIndex(array("q"))
     if nondecreasing(c.op_ext):
         return IdIndex(c.op_ext, in_order=True)
-    wanted = distinct_sorted(x for x in c.g_ext if x != NO_ID)
-    chosen = array("q", (i for i, x in enumerate(c.op_ext) if contains(wanted, x)))
+    wanted = set(c.g_ext)
+    wanted.discard(NO_ID)
+    chosen = array("q", compress(range(len(c.op_ext)), map(wanted.__contains__, c.op_ext)))  # C-level, per op
     return IdIndex(array("q", map(c.op_ext.__getitem__, chosen)), chosen)
 
 

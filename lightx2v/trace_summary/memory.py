@@ -29,6 +29,7 @@ from typing import Any
 
 from . import snapshot
 from .model import DeviceMemory, MemoryCurve, MemoryOp, MemorySummary, SnapshotSummary, StepMemory, StepStats
+from .records import UNSET, Event
 from .steps import WHOLE_TRACE
 
 MEMORY_EVENT = "[memory]"
@@ -127,6 +128,37 @@ class MemoryEvents:
             self._reject(ev)
             return
         self._add_ts(ts)  # type: ignore[arg-type]
+
+    def feed_record(self, ev: Event) -> bool:
+        """``feed`` for a typed record (collect.Collected.feed_records); False hands the event back to be fed as a
+        dict: one this pass leaves out (so ``feed``'s rule says why) or an ``[OutOfMemory]`` (rare)."""
+        name = ev.name
+        if name != MEMORY_EVENT:
+            return name != OOM_EVENT
+        ts, args = ev.ts, ev.args
+        if args is None or ts is UNSET:
+            return False
+        nbytes, total, addr = args.alloc_bytes, args.total_allocated, args.addr
+        dtype, did, reserved = args.device_type, args.device_id, args.total_reserved
+        if (nbytes is UNSET or total is UNSET or addr is UNSET or dtype is UNSET or did is UNSET
+                or not -_FLOAT_MAX <= ts <= _FLOAT_MAX):
+            return False
+        key = (ev.pid, ev.tid)
+        thread = self.threads.get(key)
+        if thread is None:
+            thread = self.threads[key] = len(self.threads)
+        device = (dtype, did)
+        d = self.devices.get(device)
+        if d is None:
+            d = self.devices[device] = len(self.devices)
+        n = len(self._ints)
+        try:
+            self._add_ints((thread, d, nbytes, total, -1 if reserved is UNSET else reserved, addr))
+        except OverflowError:  # beyond 64 bits: ``feed`` rejects it, naming the field
+            del self._ints[n:]
+            return False
+        self._add_ts(ts)
+        return True
 
     def finish(self) -> None:
         """Split the interleaved integers into ``thread``, ``device``, ``nbytes``, ... (after the last ``feed``)."""

@@ -8,13 +8,12 @@ holds its start; self time is TensorBoard's self host duration (``optree.self_ti
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
 
 from .collect import Collected
 from .enclosing import NONE
 from .model import StepSeries
 from .optree import OpTree, self_times
-from .steps import Steps
+from .steps import Steps, op_steps
 
 
 def step_series(c: Collected, steps: Steps, tree: OpTree, group: list[tuple[int, int, int]]) -> StepSeries:
@@ -39,12 +38,9 @@ def step_series(c: Collected, steps: Steps, tree: OpTree, group: list[tuple[int,
             grow = groups[(lab, op)] = array("d", zeros)
         grow[k] += d
     cpu: dict[int, array] = {}
-    starts = [lo for lo, _ in steps.cpu_spans]
-    ends = [hi for _, hi in steps.cpu_spans]
     own = self_times(c, tree)
-    for i, (n_id, ts) in enumerate(zip(c.op_name, c.op_ts, strict=True)):
-        k = bisect_right(starts, ts) - 1
-        if k < 0 or ts > ends[k]:
+    for i, (n_id, k) in enumerate(zip(c.op_name, op_steps(c, steps), strict=True)):
+        if k == NONE:
             continue
         row = cpu.get(n_id)
         if row is None:

@@ -24,6 +24,8 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import le
 from typing import TypeAlias
 
 from . import intervals
@@ -59,6 +61,19 @@ class Steps:
     steps: list[StepStats]
     of_gpu: array  # per GPU event (file order): index into ``steps``, NONE when outside every step
     cpu_spans: list[tuple[float, float]]  # per step: its CPU span (the window for CPU ops)
+    of_op: array | None = None  # per CPU op: the step whose CPU span holds its start (``op_steps``, made once)
+
+
+def op_steps(c: Collected, steps: Steps) -> array:
+    """Per CPU op (file order): the index of the step whose CPU span holds its start, NONE outside every step;
+    made once (the frame tree and the per-step series both read it), the bisects at C level."""
+    if steps.of_op is None:
+        starts = [lo for lo, _ in steps.cpu_spans]
+        ends = [-math.inf, *(hi for _, hi in steps.cpu_spans)]  # by bisect_right's answer: before every step
+        after = array("l", map(bisect_right, repeat(starts), c.op_ts))  # an array: no int object per op
+        inside = map(le, c.op_ts, map(ends.__getitem__, after))
+        steps.of_op = array("l", (k - 1 if ok else NONE for k, ok in zip(after, inside, strict=True)))
+    return steps.of_op
 
 
 # Where in the user's code a host call sat: (thread, start, end) -> "file.py:29 mlp" ("" unknown); frames.py
@@ -157,7 +172,7 @@ class _GapCauses:
                     lo = c.rt_ts[i]
                     hi = lo + c.rt_dur[i]
                     t = c.rt_thread[i]
-                    o = chain.ops.innermost(t, lo, hi)
+                    o = chain.call_op[i]
                     syncs.append((lo, hi, names[op_name[root[o]]] if o != NONE else "", rt_names[n_id],
                                   line(t, lo, hi)))
         sync_ops = {c.names[name] for name in SYNC_OPS if name in c.names}

@@ -1,15 +1,23 @@
 """PATHs -> runs -> per-rank summaries, with the rank comparison and the communication across ranks (``run_comm``)
-for runs of several files."""
+for runs of several files.
+
+Every file of the runs asked for (a run's ranks, ``--diff``'s two sides) is read side by side in worker processes
+(``parallel``), one pass each; the runs are put together here, in the parent, in their files' order: what needs
+every rank (the comparison, the communication) is made here.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
-from .analyze import analyze_trace
+from . import reader
+from .analyze import AlsoRead, analyze_trace
 from .comm_waits import straggler_by_waits
 from .discover import RunFiles, resolve
 from .errors import TraceError
 from .model import DamagedFile, PeakSpec, RankSummary, RunSummary
+from .parallel import read_files
 from .ranks import are_spans, rank_rows, straggler
 from .run_comm import run_comm
 
@@ -17,28 +25,61 @@ from .run_comm import run_comm
 def summarize_paths(paths: list[str], top: int = 10, peak: PeakSpec | None = None,
                     folded: bool = True) -> list[RunSummary]:
     """Summaries for command-line PATHs (files, run directories, logdirs); raises TraceError on bad input."""
-    return [summarize_run(run, top, peak=peak, folded=folded) for run in resolve(paths)]
+    return summarize_runs(resolve(paths), top, peak=peak, folded=folded)
 
 
 def summarize_run(run: RunFiles, top: int = 10, on_read: Callable[[int], object] | None = None,
                   keep_going: bool = False, peak: PeakSpec | None = None, folded: bool = True,
-                  with_comm: bool = True) -> RunSummary:
-    """One run's summary; ``on_read`` gets the bytes read from disk as they are read (for a progress bar);
-    ``folded=False`` keeps library frames in the frame answers (``--all-frames``); ``with_comm=False`` leaves the
-    communication answers out (benchmarks/bench_comm.py measures them).
+                  also: Callable[[str], AlsoRead | None] | None = None, with_comm: bool = True) -> RunSummary:
+    """One run's summary (``summarize_runs`` of one run)."""
+    return summarize_runs([run], top, on_read, keep_going, peak, folded, also=also, with_comm=with_comm)[0]
 
-    A rank file that cannot be read raises TraceError; with ``keep_going`` it is listed in ``damaged_files``
-    instead and the other ranks are summarized (``ranks`` is empty when none could be read).
+
+def summarize_runs(runs: list[RunFiles], top: int = 10, on_read: Callable[[int], object] | None = None,
+                   keep_going: bool = False, peak: PeakSpec | None = None, folded: bool = True,
+                   typed: bool | None = None, also: Callable[[str], AlsoRead | None] | None = None,
+                   workers: int | None = None, on_start: Callable[[str, int], object] | None = None,
+                   with_comm: bool = True) -> list[RunSummary]:
+    """The runs' summaries, all their files read side by side; ``on_read`` gets the bytes read from disk as they
+    are read, across all of them (for one progress bar); ``folded=False`` keeps library frames in the frame answers
+    (``--all-frames``); ``typed``: the reading pass (default ``reader.TYPED``); ``also(path)``: another answer
+    made in each file's pass (``analyze_trace(also=...)``; made in the worker: a picklable callable);
+    ``workers``/``on_start``: ``parallel.read_files``'; ``with_comm=False`` leaves the communication answers out
+    (benchmarks/bench_comm.py measures them).
+
+    A rank file that cannot be read raises TraceError (the first such file in the runs' order); with
+    ``keep_going`` it is listed in its run's ``damaged_files`` instead and the other ranks are summarized
+    (``ranks`` is empty when none could be read).
     """
-    ranks: list[RankSummary] = []
-    damaged: list[DamagedFile] = []
-    for path in run.files:
-        try:
-            ranks.append(analyze_trace(path, top, on_read, peak, folded=folded, with_comm=with_comm))
-        except TraceError as exc:
-            if not keep_going:
-                raise
-            damaged.append(DamagedFile(file=exc.path, problem=exc.problem))
+    work = partial(_rank, top=top, peak=peak, folded=folded, typed=reader.TYPED if typed is None else typed,
+                   also=also, with_comm=with_comm)
+    paths = [path for run in runs for path in run.files]
+    outcomes = iter(read_files(paths, work, on_read, workers, stop_on_error=not keep_going, on_start=on_start))
+    done = []
+    for run in runs:
+        ranks: list[RankSummary] = []
+        damaged: list[DamagedFile] = []
+        for _ in run.files:
+            outcome = next(outcomes)
+            if isinstance(outcome, TraceError):
+                if not keep_going:
+                    raise outcome
+                damaged.append(DamagedFile(file=outcome.path, problem=outcome.problem))
+            elif outcome is not None:
+                ranks.append(outcome)
+        done.append(_run_summary(run, ranks, damaged, top, with_comm))
+    return done
+
+
+def _rank(path: str, on_read: Callable[[int], object] | None, top: int, peak: PeakSpec | None, folded: bool,
+          typed: bool, also: Callable[[str], AlsoRead | None] | None, with_comm: bool) -> RankSummary:
+    """One file's summary (what a worker does)."""
+    return analyze_trace(path, top, on_read, peak, folded=folded, typed=typed,
+                         also=also(path) if also is not None else None, with_comm=with_comm)
+
+
+def _run_summary(run: RunFiles, ranks: list[RankSummary], damaged: list[DamagedFile], top: int,
+                 with_comm: bool) -> RunSummary:
     spans = are_spans(ranks)
     if spans:
         ranks.sort(key=lambda r: r.trace_start_us or 0.0)

@@ -693,6 +693,72 @@ def test_the_tensorboard_hints_without_a_fixed_launcher_leave_its_line_out(clean
 
 
 @pytest.fixture
+def tb_info(tmp_path, monkeypatch):
+    """TensorBoard's info folder in a temp dir of its own; yields write(name, **fields) for its files."""
+    monkeypatch.setattr(dropin.tempfile, "tempdir", str(tmp_path / "tmp"))
+    folder = tmp_path / "tmp" / ".tensorboard-info"
+    folder.mkdir(parents=True)
+
+    def write(name: str, **fields) -> None:
+        (folder / name).write_text(json.dumps(fields) if fields else "not json")
+    return write
+
+
+@pytest.fixture
+def listening():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    yield server.getsockname()[1]
+    server.close()
+
+
+def test_a_tensorboard_serving_the_logdir_is_found_by_its_info_file(tmp_path, tb_info, listening):
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    (tmp_path / "link").symlink_to(logdir)
+    assert dropin._running_tensorboard(str(logdir)) is None  # no file
+    tb_info("junk.info")
+    tb_info("pid-1.json", pid=os.getpid(), port=listening, logdir=str(logdir))  # not an info file's name
+    tb_info("pid-2.info", pid=os.getpid(), port=listening, logdir=str(tmp_path / "elsewhere"))
+    tb_info("pid-3.info", pid=2**22 + 12345, port=listening, logdir=str(logdir))  # a server gone: stale file
+    tb_info("pid-4.info", pid=os.getpid(), port="16006", logdir=str(logdir))  # not a number
+    assert dropin._running_tensorboard(str(logdir)) is None
+    tb_info("pid-5.info", pid=os.getpid(), port=listening, logdir=str(tmp_path / "link"))  # the same folder
+    assert dropin._running_tensorboard(str(logdir)) == listening
+
+
+def test_a_tensorboard_whose_port_does_not_answer_is_not_serving(tmp_path, tb_info):
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    tb_info("pid-1.info", pid=os.getpid(), port=port, logdir=str(tmp_path))
+    assert dropin._running_tensorboard(str(tmp_path)) is None
+
+
+@pytest.mark.parametrize("pid,alive", [(0, False), (-1, False), (True, False), (2**22 + 12345, False),
+                                       (2**70, False), (1, True)])
+def test_a_process_is_alive_when_signal_0_reaches_it_or_it_is_anothers(pid, alive):
+    assert dropin._process_alive(pid) is alive
+
+
+def test_with_a_tensorboard_serving_the_logdir_the_hint_opens_it_instead_of_starting_another(
+        clean, monkeypatch, tmp_path, tb_info, listening):
+    """Under `lightx2v-serve`, in the image, or beside a TensorBoard of the user's: its port, nothing to start."""
+    monkeypatch.setenv(dropin.ENV_PORT, "7007")
+    tb_info("pid-9.info", pid=os.getpid(), port=listening, logdir=str(tmp_path))
+    lines = dropin._viewing_hints(_result("tensorboard", [str(tmp_path / "t.json")], log_dir=str(tmp_path)),
+                                  TorchTraceProfileConfig())
+    assert lines[1:] == [
+        "  run directory: /logs/run",
+        f"  TensorBoard:   already serving this logdir on port {listening} (new runs appear in seconds)",
+        f"  open:          http://127.0.0.1:{listening}/#pytorch_profiler",
+        f"  remote (SSH):  ssh -N -L {listening}:127.0.0.1:{listening} <user>@<this-host>, then open the URL above",
+    ]
+
+
+@pytest.fixture
 def browser(tmp_path):
     """A trace browser answering on a port, declared in tmp_path's discovery folder."""
     server = socket.socket()

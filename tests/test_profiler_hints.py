@@ -15,6 +15,7 @@ import sys
 import pytest
 
 from conftest import REPO_ROOT, subprocess_env
+from helpers.procs import wait_until
 
 DROP_IN = REPO_ROOT / "lightx2v" / "utils" / "torch_trace_profiler.py"
 SCRIPT = ("import torch\nfrom lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext\n"
@@ -78,3 +79,25 @@ def test_where_the_users_lightx2v_shadows_ours_the_hint_is_the_images_wrapper(tm
     command = "lightx2v-tensorboard" if installed else "python -m lightx2v.tensorboard"
     assert [line.split("--logdir")[0].strip() for line in lines] == (
         [f"or, fixed:     {command}"] if probe.returncode == 0 else [])
+
+
+@pytest.mark.slow
+def test_beside_a_running_tensorboard_of_the_logdir_the_hint_opens_it(tmp_path):
+    """A capture under `lightx2v-serve` (or beside any TensorBoard of that logdir): its port, not a command that
+    would start a second one on the port it holds."""
+    from conftest import free_port
+    from helpers.procs import answers, launcher
+
+    port = free_port()
+    server = launcher(tmp_path / "tb", port)
+    try:
+        wait_until(lambda: answers(port), 90, what="TensorBoard")
+        env = subprocess_env(PYTHONPATH=str(REPO_ROOT), LIGHTX2V_TORCH_PROFILE_DIR="")
+        proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120, env=env,
+                              cwd=tmp_path)
+    finally:
+        server.stop()
+    assert proc.returncode == 0, proc.stderr
+    assert f"TensorBoard:   already serving this logdir on port {port}" in proc.stderr, proc.stderr
+    assert "tensorboard --logdir" not in proc.stderr and "or, fixed:" not in proc.stderr
+    assert f"open:          http://127.0.0.1:{port}/#pytorch_profiler" in proc.stderr

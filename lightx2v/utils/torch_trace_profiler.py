@@ -61,6 +61,7 @@ import shutil
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import time
 from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar, Union
@@ -1318,14 +1319,16 @@ def _viewing_hints(result: CaptureResult, cfg: TorchTraceProfileConfig) -> list[
              f"{f', {result.world_size} ranks' if result.world_size > 1 else ''})"]
     browser = _trace_browser_url(result.trace_paths[0])
     if cfg.profile_format == "tensorboard":
-        port = _hint_port(cfg.tensorboard_port)
-        lines += [
-            f"  run directory: {result.run_dir}",
-            f"  TensorBoard:   tensorboard --logdir {result.log_dir} --port {port}",
-        ]
-        fixed = _fixed_tensorboard_command()
-        if fixed:
-            lines.append(f"  or, fixed:     {fixed} --logdir {result.log_dir} --port {port}")
+        serving = _running_tensorboard(result.log_dir) if result.log_dir else None
+        port = serving if serving is not None else _hint_port(cfg.tensorboard_port)
+        lines.append(f"  run directory: {result.run_dir}")
+        if serving is not None:  # under `serve`, in the image, or one the user started: nothing to start
+            lines.append(f"  TensorBoard:   already serving this logdir on port {port} (new runs appear in seconds)")
+        else:
+            lines.append(f"  TensorBoard:   tensorboard --logdir {result.log_dir} --port {port}")
+            fixed = _fixed_tensorboard_command()
+            if fixed:
+                lines.append(f"  or, fixed:     {fixed} --logdir {result.log_dir} --port {port}")
         lines += [
             f"  open:          http://127.0.0.1:{port}/#pytorch_profiler",
             f"  remote (SSH):  ssh -N -L {port}:127.0.0.1:{port} <user>@<this-host>, then open the URL above",
@@ -1340,6 +1343,52 @@ def _viewing_hints(result: CaptureResult, cfg: TorchTraceProfileConfig) -> list[
     if browser:
         lines.append(f"  Perfetto page: {browser} (lists every trace, opens it in Perfetto in one click)")
     return lines
+
+
+def _running_tensorboard(log_dir: str) -> Optional[int]:
+    """The port of a TensorBoard that serves ``log_dir`` now, or None: read from TensorBoard's own info files
+    (``<tmp>/.tensorboard-info/pid-*.info``, one per live server; stale ones outlive a killed server, so its
+    process must exist and its port answer on loopback)."""
+    folder = os.path.join(tempfile.gettempdir(), ".tensorboard-info")
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return None
+    wanted = os.path.realpath(log_dir)
+    for name in names:
+        if not name.endswith(".info"):
+            continue
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                info = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if not isinstance(info, dict):
+            continue
+        pid, port, served = info.get("pid"), info.get("port"), info.get("logdir")
+        if not (isinstance(pid, int) and isinstance(port, int) and isinstance(served, str) and served):
+            continue
+        if os.path.realpath(served) != wanted or not _process_alive(pid):
+            continue
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return port
+        except OSError:
+            continue
+    return None
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (signal 0; pid 0 or below would name a process group, never asked)."""
+    if isinstance(pid, bool) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except PermissionError:  # another user's: it exists
+        return True
+    except (OSError, OverflowError):  # no such process, or a pid past the system's range
+        return False
+    return True
 
 
 def _fixed_tensorboard_command() -> Optional[str]:

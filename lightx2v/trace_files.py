@@ -8,7 +8,11 @@ A file is a trace when its name is not hidden (writers' temp names, ``.trace_bro
 - it is ``*.json`` / ``*.json.gz`` whose first bytes show a trace: a ``"traceEvents"`` key, or an array of event
   objects (Chrome's JSON array format). By content, because the same folder holds JSON that is no trace: the
   demo writes its run metadata as ``save_results/qwen_image_t2i.json``. Gzip is recognized by its magic bytes,
-  as the summary's reader does, and a head that is cut off still counts; or
+  as the summary's reader does, and a head that is cut off still counts. Such a trace is torch.profiler's
+  (kind CHROME) when its head shows kineto: its header keys (``schemaVersion``, ``deviceProperties``,
+  ``distributedInfo``: kineto writes them first, 2021-2026) or an event of its categories; else it is another
+  tool's Chrome trace (FOREIGN: Chrome DevTools, a browser's, ...), which the Timeline and Perfetto open but the
+  summary does not read and no run counts; or
 - it is Perfetto's own binary format (``*.pftrace``, ``*.perfetto-trace``): a trace, but not JSON, so only
   Perfetto opens it (the summary and the offline views read JSON).
 
@@ -28,9 +32,12 @@ from dataclasses import dataclass
 from lightx2v.utils.torch_trace_profiler import TENSORBOARD_TRACE_RE
 
 TENSORBOARD = "tensorboard"  # named as the plugin loads it
-CHROME = "chrome"  # other JSON trace, recognized by content
+CHROME = "chrome"  # other JSON trace of torch.profiler's, recognized by content
+FOREIGN = "foreign"  # a JSON trace another tool wrote (no kineto in its head): viewable, not summarized
 PERFETTO = "perfetto"  # Perfetto's binary formats
-JSON_KINDS = frozenset({TENSORBOARD, CHROME})
+JSON_KINDS = frozenset({TENSORBOARD, CHROME})  # what the summary reads and a run is made of
+FOREIGN_REASON = ("not written by torch.profiler (no kineto header or events near its start: a Chrome trace of "
+                  "another tool?); the Timeline and Perfetto open it, the summary reads torch.profiler's traces")
 
 JSON_SUFFIXES = (".json", ".json.gz")
 PERFETTO_SUFFIXES = (".pftrace", ".perfetto-trace")
@@ -39,6 +46,9 @@ SNIFF_BYTES = 64 * 1024  # kineto writes traceEvents after a short header (schem
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _EVENT_ARRAY = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*\[\s*[{\]]")
+_KINETO = re.compile(rb'"(?:schemaVersion|deviceProperties|distributedInfo)"\s*:|"cat"\s*:\s*"(?:cpu_op|operator|'
+                     rb'Operator|user_annotation|gpu_user_annotation|python_function|kernel|Kernel|cuda_runtime|'
+                     rb'cuda_driver|Runtime|gpu_memcpy|Memcpy|gpu_memset|Memset|cpu_instant_event)"')
 
 
 @dataclass(frozen=True)
@@ -101,14 +111,10 @@ def _sniff(real: str, size: int, mtime_ns: int) -> Verdict:  # size and mtime: a
             head = _gunzip_head(head)
         except zlib.error:
             return Verdict(None, "corrupt gzip data")
-    if _EVENT_ARRAY.match(head):
-        return Verdict(CHROME, "")
-    stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if stripped.startswith(b"{"):
-        if b'"traceEvents"' in head:
-            return Verdict(CHROME, "")
-        return Verdict(None, "JSON without traceEvents near its start")
-    return Verdict(None, "not JSON")
+    is_object = head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
+    if _EVENT_ARRAY.match(head) or is_object and b'"traceEvents"' in head:
+        return Verdict(CHROME, "") if _KINETO.search(head) else Verdict(FOREIGN, "")
+    return Verdict(None, "JSON without traceEvents near its start" if is_object else "not JSON")
 
 
 def _gunzip_head(data: bytes) -> bytes:

@@ -38,7 +38,7 @@ from helpers.steps_trace import steps_trace
 JSON = "application/json"
 TEXT = "text/plain; charset=utf-8"
 HTML = "text/html; charset=utf-8"
-TRUNCATED = '{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2, "pid": 1, "tid": 1}, '
+TRUNCATED = '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 2, "pid": 1, "tid": 1}, '
 
 
 @pytest.fixture

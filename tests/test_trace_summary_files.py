@@ -18,11 +18,19 @@ import pytest
 
 from lightx2v.profiler_notice import find_original_traces
 from lightx2v.trace_browser.files import list_traces, resolve_run
-from lightx2v.trace_files import CHROME, PERFETTO, TENSORBOARD, classify
+from lightx2v.trace_files import CHROME, FOREIGN, FOREIGN_REASON, PERFETTO, TENSORBOARD, classify
 from lightx2v.trace_summary.discover import scan
 
 from conftest import H200_TRACE, subprocess_env
 from helpers.infer import FAST, run_infer
+
+# The shape of a Chrome DevTools performance recording (its own categories, no kineto header or categories)
+DEVTOOLS = (b'{"metadata": {"source": "DevTools", "startTime": "2026-12-06T01:02:03Z"}, "traceEvents": ['
+            b'{"args": {"name": "CrRendererMain"}, "cat": "__metadata", "name": "thread_name", "ph": "M", "pid": 7, '
+            b'"tid": 9, "ts": 0}, {"args": {}, "cat": "disabled-by-default-devtools.timeline", "name": "RunTask", '
+            b'"ph": "X", "dur": 120, "pid": 7, "tid": 9, "ts": 1000}, {"args": {"data": {"url": "app.js"}}, '
+            b'"cat": "devtools.timeline", "name": "EvaluateScript", "ph": "X", "dur": 80, "pid": 7, "tid": 9, '
+            b'"ts": 1010}]}')
 
 
 def cli(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -105,7 +113,9 @@ def test_the_rule_by_name_and_content(tmp_path):
     files = {
         "rank0_h.pt.trace.json.gz": H200_TRACE.read_bytes(),
         "cut.pt.trace.json": raw[:200],  # a TensorBoard name is a trace even when damaged: readers say so
-        "events.json": b'  [\n {"ph": "X", "name": "a", "ts": 1, "dur": 2}]',  # Chrome's array format
+        "events.json": b'  [\n {"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 2}]',  # Chrome's array format
+        "devtools.json": DEVTOOLS,  # a Chrome trace of another tool: viewable, not summarized
+        "other_array.json": b'[{"ph": "X", "name": "a", "ts": 1, "dur": 2}]',
         "chrome.json.gz": gzip.compress(raw)[: len(raw) // 50],  # gzip cut off: its head still shows a trace
         "numbers.json": b"[1, 2, 3]",
         "meta.json": b'{"prompt": "a red fox"}',
@@ -118,18 +128,24 @@ def test_the_rule_by_name_and_content(tmp_path):
         (tmp_path / name).write_bytes(data)
     kinds = {name: classify(str(tmp_path / name)).kind for name in files}
     assert kinds == {"rank0_h.pt.trace.json.gz": TENSORBOARD, "cut.pt.trace.json": TENSORBOARD,
-                     "events.json": CHROME, "chrome.json.gz": CHROME, "numbers.json": None, "meta.json": None,
-                     "empty.json": None, "ui.pftrace": PERFETTO, "notes.txt": None, ".hidden.pt.trace.json": None}
+                     "events.json": CHROME, "devtools.json": FOREIGN, "other_array.json": FOREIGN,
+                     "chrome.json.gz": CHROME, "numbers.json": None, "meta.json": None, "empty.json": None,
+                     "ui.pftrace": PERFETTO, "notes.txt": None, ".hidden.pt.trace.json": None}
     listed = {t.path for t in list_traces(str(tmp_path))}
     assert listed == {name for name, kind in kinds.items() if kind is not None}
     traces, skipped = scan(str(tmp_path))  # TensorBoard-named traces are the run; the chrome ones are named
     assert [Path(t).name for t in traces] == ["cut.pt.trace.json", "rank0_h.pt.trace.json.gz"]
-    assert sorted(Path(s.file).name for s in skipped) == ["chrome.json.gz", "empty.json", "events.json",
-                                                          "meta.json", "notes.txt", "numbers.json", "ui.pftrace"]
+    assert sorted(Path(s.file).name for s in skipped) == ["chrome.json.gz", "devtools.json", "empty.json",
+                                                          "events.json", "meta.json", "notes.txt", "numbers.json",
+                                                          "other_array.json", "ui.pftrace"]
+    assert {Path(s.file).name: s.reason for s in skipped}["devtools.json"] == FOREIGN_REASON
     # the trace browser's run Overview takes the same ranks from the folder
     assert [Path(p).name for p in resolve_run(str(tmp_path), "")[1]] == [Path(t).name for t in traces]
     perfetto = cli(tmp_path / "ui.pftrace")
     assert perfetto.returncode == 1 and "Perfetto's binary format" in perfetto.stderr
+    devtools = cli(tmp_path / "devtools.json")  # named: one line saying what it is, no torch advice
+    assert devtools.returncode == 1 and devtools.stderr.strip().endswith(FOREIGN_REASON), devtools.stderr
+    assert "profile_memory" not in devtools.stderr + devtools.stdout and devtools.stdout == ""
 
 
 def damaged_run(directory: Path) -> tuple[Path, Path]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from lightx2v.trace_files import JSON_KINDS, PERFETTO, classify, run_members
+from lightx2v.trace_files import FOREIGN, FOREIGN_REASON, JSON_KINDS, PERFETTO, classify, run_members
 
 from .errors import TraceError
 from .hook import SUMMARY_SUFFIX
@@ -69,8 +69,11 @@ def _check_file(path: str) -> None:
         raise TraceError(path, "no such file or directory")
     if not os.path.isfile(path):
         raise TraceError(path, "not a regular file or directory")
-    if classify(path).kind == PERFETTO:
+    kind = classify(path).kind
+    if kind == PERFETTO:
         raise TraceError(path, PERFETTO_REASON)
+    if kind == FOREIGN:
+        raise TraceError(path, FOREIGN_REASON)
 
 
 def scan(directory: str) -> tuple[list[str], list[SkippedFile]]:
@@ -89,6 +92,8 @@ def scan(directory: str) -> tuple[list[str], list[SkippedFile]]:
             traces.append((entry.path, verdict.kind))
         elif verdict.kind == PERFETTO:
             skipped.append(SkippedFile(file=entry.path, reason=PERFETTO_REASON))
+        elif verdict.kind == FOREIGN:
+            skipped.append(SkippedFile(file=entry.path, reason=FOREIGN_REASON))
         elif not (entry.name.endswith(SUMMARY_SUFFIX) and entry.name[: -len(SUMMARY_SUFFIX)] in names):
             skipped.append(SkippedFile(file=entry.path, reason=verdict.reason))
     members = run_members(traces)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-CHROME = '{"traceEvents": []}'  # the smallest chrome trace
+CHROME = '{"schemaVersion": 1, "traceEvents": []}'  # the smallest chrome trace torch.profiler writes
 
 
 def put(path: Path, text: str = CHROME, mtime: float | None = None) -> Path:

@@ -9,7 +9,8 @@ rank), its flow arrows' ids moved apart per rank, and its times moved onto the f
 the summary applied (``trace_summary.clocks``; none when the clocks agree within their spread). Under each rank a
 ``rank R · collectives`` process holds one slice per matched collective of the step (its arrival to its end, with
 its wait, transfer, group and call site), and a flow arrow goes from the last rank to arrive to every rank that
-waited for it. ``lightx2v_merged`` in the file says which ranks, which offsets, and which ranks lack the step.
+waited for it, at the moment it arrived (a viewer draws no arrow that goes back in time). ``lightx2v_merged`` in
+the file says which ranks, which offsets, and which ranks lack the step.
 
     index = run_steps(run, index_of)                       # the run's Timeline: the steps every rank has
 
@@ -153,14 +154,15 @@ def _collectives(run: RunSummary, step: str, offsets: dict[int, float]) -> list[
                         "args": args})
         if w is None:
             continue
-        last = inst.calls[w.last]
+        # When the last rank arrives, an arrow from its slice to each slice still waiting for it. Both ends at that
+        # moment: viewers (Chromium's, Perfetto) drop an arrow whose end is earlier than its start, as one to the
+        # waiter's own arrival would be.
+        released = inst.calls[w.last].arrival_us - offsets.get(w.last, 0.0)
         for p in inst.calls:
             if p == w.last or w.wait[p] <= 0:
                 continue
             flow += 1
-            common = {"cat": "collective", "name": f"{inst.kind}: waited for", "id": flow, "tid": 0}
-            out.append({**common, "ph": "s", "pid": (w.last + 1) * PIDS_PER_RANK + COLLECTIVES_PID,
-                        "ts": last.arrival_us - offsets.get(w.last, 0.0)})
-            out.append({**common, "ph": "f", "bp": "e", "pid": (p + 1) * PIDS_PER_RANK + COLLECTIVES_PID,
-                        "ts": inst.calls[p].arrival_us - offsets.get(p, 0.0)})
+            common = {"cat": "collective", "name": f"{inst.kind}: waited for", "id": flow, "tid": 0, "ts": released}
+            out.append({**common, "ph": "s", "pid": (w.last + 1) * PIDS_PER_RANK + COLLECTIVES_PID})
+            out.append({**common, "ph": "f", "bp": "e", "pid": (p + 1) * PIDS_PER_RANK + COLLECTIVES_PID})
     return out

@@ -15,6 +15,12 @@ Steps (each a real process, as a user runs it):
 5. torchrun, 2 ranks on the one GPU: NCCL when it allows two ranks per device, else gloo on CUDA tensors.
 6. memory: step 2's inference with ``--profile_memory --memory_snapshot``, then its summary: ``[memory]`` events,
    peak allocated/reserved per device, the snapshot beside the trace (CUDA) and what holds the peak.
+7. sequence parallel on 2 GPUs (``torch.cuda.device_count() >= 2``): ``torchrun --nproc_per_node=2 -m
+   lightx2v.infer --seq_p_size 2`` on NCCL (Ulysses: an all-to-all before and after attention), rank 1 made late
+   in ProfilerStep#1 and #3 (``--late_rank``), captured; then the summary's communication section: the late rank
+   named in exactly those steps, the others' waits and rank 0's exposed communication there at least half the
+   delay, the straggler by the waits it caused; its figures in the output. With fewer GPUs: SKIP with the reason.
+   ``--comm_backend gloo`` runs the same job and checks on CPU processes with gloo (what CI runs).
 
 On the CPU the same steps run at tiny sizes; what needs CUDA (kernels, device time, NCCL) is reported as skipped.
 A step whose tools are missing (e.g. no tensorboard) is SKIP with the reason, never a crash. Everything goes
@@ -59,7 +65,8 @@ from lightx2v.models.networks.qwen_image.config import QwenImageArch, forward_ma
 PLUGIN = "/data/plugin/pytorch_profiler"
 OPTIONAL = ("tqdm", "PIL", "orjson", "tensorboard", "torch_tb_profiler", "supervisor")
 STEP_NAMES = {1: "profiler capture", 2: "infer", 3: "trace_summary", 4: "tensorboard", 5: "torchrun 2 ranks",
-              6: "memory"}
+              6: "memory", 7: "seq parallel 2 GPUs"}
+LATE_RANK, LATE_STEPS = 1, (1, 3)  # step 7: rank 1 late in ProfilerStep#1 and #3 (calls 1 and 3 of the capture)
 ARCHIVE_LIMIT = 15 * 2**20  # under the 16 MiB a file the device machine hands back
 
 # Sizes per mode. GPU: the DiT stack of /work/shared's H200 fixture (22 ms forward); 20 qwen-image blocks at
@@ -70,12 +77,17 @@ SIZES = {
                   "--rounds", "6", "--repeat", "5", "--number", "100000"],
         "infer": {"preset": "qwen-image", "num_layers": 20, "resolution": 1024, "steps": 8},
         "ranks_dim": 4096,
+        # step 7 on two GPUs: 8 qwen-image blocks at 1024x1024 (4096 image tokens, 24 heads: 12 per rank)
+        "seq_parallel": {"preset": "qwen-image", "num_layers": 8, "resolution": 1024, "steps": 2, "late_ms": 200.0},
     },
     "cpu": {
         "bench": ["--dtype", "float32", "--dim", "64", "--seq", "32", "--layers", "1", "--heads", "4",
                   "--rounds", "2", "--repeat", "1", "--number", "2000"],
         "infer": {"preset": "tiny", "num_layers": None, "resolution": 256, "steps": 2},
         "ranks_dim": 64,
+        # the delay well above a loaded CPU's jitter: a rank is named late from a quarter of the median step, and
+        # with 2 of 3 steps late the median holds the delay (80 ms let 39 ms of jitter name rank 0 in step 2)
+        "seq_parallel": {"preset": "tiny", "num_layers": None, "resolution": 256, "steps": 2, "late_ms": 300.0},
     },
 }
 
@@ -102,8 +114,9 @@ def expect(condition: bool, message: str) -> None:
 
 class GpuCheck:
     def __init__(self, out: Path, work: Path, device: str, budget_s: float, steps: list[int],
-                 trace: Path | None = None, assume_missing: tuple[str, ...] = ()) -> None:
+                 trace: Path | None = None, assume_missing: tuple[str, ...] = (), comm_backend: str = "auto") -> None:
         self.out, self.work, self.device, self.cuda = out, work, device, device == "cuda"
+        self.comm_backend = comm_backend  # step 7: auto (NCCL on two GPUs, else SKIP) or gloo (CPU processes)
         self.size = SIZES[device]
         self.selected = steps
         self.deadline = time.monotonic() + budget_s
@@ -502,6 +515,60 @@ class GpuCheck:
             expect(bool(memory.get("snapshots")), "the summary did not read the memory snapshot")
         step.figure = f"{len(events)} [memory] events; " + "; ".join(parts)
 
+    # --- 7. sequence parallel on 2 GPUs: a late rank, then the summary's communication section -----------------
+
+    def seq_parallel(self, step: Step) -> None:
+        """NCCL on two GPUs when there are two (`--comm_backend auto`), else SKIP saying why; `--comm_backend gloo`:
+        the same job on CPU processes."""
+        if self.comm_backend == "gloo":
+            return self.comm_job(step, "gloo")
+        gpus = torch.cuda.device_count() if self.cuda else 0
+        if gpus < 2:
+            step.status = "SKIP"
+            step.figure = ("needs 2 GPUs: " + ("CPU mode" if not self.cuda else f"this machine has {gpus}")
+                           + " (--comm_backend gloo runs it on CPU processes)")
+            return
+        self.comm_job(step, "nccl")
+
+    def comm_job(self, step: Step, backend: str) -> None:
+        """2 ranks of `python -m lightx2v.infer --seq_p_size 2` under torchrun on `backend` (NCCL: one GPU per
+        rank; gloo: CPU processes), rank LATE_RANK late in LATE_STEPS, captured; then the run's summary."""
+        missing = [name for name, module in (("tqdm", "tqdm"), ("pillow", "PIL")) if not self.have[module]]
+        if missing:
+            step.status, step.figure = "SKIP", f"python -m lightx2v.infer needs {', '.join(missing)} (missing)"
+            return
+        size = SIZES["cuda" if backend == "nccl" else "cpu"]["seq_parallel"]
+        folder, late_ms = self.work / "7_seq_parallel", size["late_ms"]
+        args = ["--preset", size["preset"], "--infer_steps", str(size["steps"]), "--height", str(size["resolution"]),
+                "--width", str(size["resolution"]), "--device", "cuda" if backend == "nccl" else "cpu",
+                *(["--num_layers", str(size["num_layers"])] if size["num_layers"] else []),
+                *([] if backend == "nccl" else ["--threads", "1"]),
+                "--seq_p_size", "2", "--seq_p_attn_type", "ulysses",
+                "--late_rank", str(LATE_RANK), "--late_ms", str(late_ms),
+                "--late_steps", ",".join(map(str, LATE_STEPS)),
+                "--profile", "--profile_wait", "0", "--profile_warmup", "1", "--profile_active", "3", "--with_stack",
+                "--record_shapes", "--save_result_path", str(folder / "out.png"), "--tb_dir", str(folder / "tb")]
+        launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m",
+                  "lightx2v.infer"]
+        proc = self.run(folder / "torchrun.log", [*launch, *args], timeout=300, cwd=folder)
+        expect(proc.returncode == 0, f"torchrun of lightx2v.infer --seq_p_size 2 on {backend} exit {proc.returncode}: "
+                                     f"{tail(proc.stderr)}")
+        meta = json.loads((folder / "out.json").read_text())
+        expect(meta["world_size"] == 2, f"world size {meta['world_size']}, not 2")
+        runs = [d for d in (folder / "tb").iterdir() if d.is_dir() and not d.name.startswith(".")]
+        expect(len(runs) == 1, f"one run directory expected in {folder / 'tb'}, found {sorted(d.name for d in runs)}")
+        run_dir = runs[0]
+        cli = [sys.executable, "-m", "lightx2v.trace_summary", str(run_dir)]
+        text, js = self.run(folder / "summary.log", cli, timeout=120), self.run(folder / "summary_json.log",
+                                                                                 [*cli, "--json"], timeout=120)
+        expect(text.returncode == 0 and js.returncode == 0, f"trace_summary exit {text.returncode}/{js.returncode}: "
+                                                            f"{tail(text.stderr + js.stderr)}")
+        (folder / "summary.txt").write_text(text.stdout)
+        (folder / "summary.json").write_text(js.stdout)
+        step.figures = comm_figures(json.loads(js.stdout)["runs"][0], backend, late_ms)
+        step.figures["run_dir"] = str(run_dir)
+        check_comm(step, backend, late_ms)
+
     # --- all ------------------------------------------------------------------------------------------------
 
     def run_all(self) -> int:
@@ -514,7 +581,7 @@ class GpuCheck:
             print("CPU mode: tiny sizes; kernels, device time, TFLOP/s of a GPU and NCCL need CUDA and are skipped",
                   flush=True)
         funcs = {1: self.profiler_capture, 2: self.inference, 3: self.trace_summary, 4: self.tensorboard,
-                 5: self.torchrun, 6: self.memory}
+                 5: self.torchrun, 6: self.memory, 7: self.seq_parallel}
         for number, name in STEP_NAMES.items():
             self.step(number, name, funcs[number])
         counts = {s: sum(1 for step in self.steps if step.status == s) for s in ("PASS", "FAIL", "SKIP")}
@@ -535,6 +602,65 @@ class GpuCheck:
         (self.out / "verdict.txt").write_text("\n".join([*lines, last]) + "\n")
         print(f"figures: {self.out / 'gpu_check.json'}", flush=True)
         return 1 if counts["FAIL"] else 0
+
+
+def comm_figures(run: dict, backend: str, late_ms: float) -> dict:
+    """Step 7's figures from the run's summary (`--json`): per step the late rank, the others' waits and each rank's
+    exposed communication, the clocks, the straggler, the top collectives; in ms."""
+    c = run.get("communication")
+    expect(c is not None, "the summary has no communication section for the 2-rank run")
+    assert c is not None
+
+    def ms(us: float | None) -> float | None:
+        return None if us is None else round(us / 1000, 3)
+
+    steps = [{"step": s["step"], "late_rank": s["late_rank"], "late_wait_ms": ms(s["late_wait_us"]),
+              "collective": s["collective"], "site": s["site"], "doing": s["doing"],
+              "waited_ms": {str(r["rank"]): ms(r["waited_us"]) for r in s["ranks"]},
+              "exposed_ms": {str(r["rank"]): ms(r["exposed_us"]) for r in s["ranks"]},
+              "exposed_pct": {str(r["rank"]): r["exposed_pct"] for r in s["ranks"]}} for s in c["steps"]]
+    straggler = run.get("straggler") or {}
+    return {"backend": backend, "on_gpu": c["on_gpu"], "ranks": c["ranks"], "collectives": c["collectives"],
+            "complete": c["complete"], "late_rank": LATE_RANK, "late_ms": late_ms,
+            "late_steps": [f"ProfilerStep#{k}" for k in LATE_STEPS], "steps": steps,
+            "clocks": c["clocks"], "straggler": {k: straggler.get(k) for k in ("rank", "criterion", "waits_caused_us")},
+            "top": [{"kind": t["kind"], "site": t["site"], "exposed_ms": ms(t["exposed_us"]),
+                     "wait_ms": ms(t["wait_us"]), "transfer_ms": ms(t["transfer_us"]), "busbw_gbps": t["busbw_gbps"]}
+                    for t in c["top"][:3]],
+            "notes": c["notes"]}
+
+
+def check_comm(step: Step, backend: str, late_ms: float) -> None:
+    """Step 7's checks on its figures: the late rank named in exactly LATE_STEPS, the others waiting (and rank 0's
+    communication exposed) at least half the delay there, the straggler by the waits it caused; its verdict line."""
+    f = step.figures
+    late_steps = set(f["late_steps"])
+    expect(f["ranks"] == 2 and f["complete"] > 0, f"2 ranks with complete collectives expected: ranks {f['ranks']}, "
+                                                 f"{f['complete']} of {f['collectives']} complete; notes {f['notes']}")
+    expect(f["on_gpu"] == (backend == "nccl"), f"on_gpu {f['on_gpu']} for {backend}")
+    named = {s["step"]: s["late_rank"] for s in f["steps"] if s["late_rank"] is not None}
+    expect(named == dict.fromkeys(sorted(late_steps), LATE_RANK),
+           f"rank {LATE_RANK} late in {sorted(late_steps)} expected; the summary named {named or 'no rank'}")
+    late = [s for s in f["steps"] if s["step"] in late_steps]
+    for s in late:
+        others = {r: w for r, w in s["waited_ms"].items() if r != str(LATE_RANK)}
+        expect(all(w is not None and w >= late_ms / 2 for w in others.values()),
+               f"{s['step']}: the others waited {others} ms for a {late_ms:.0f} ms delay (at least half expected)")
+        expect((s["exposed_ms"].get("0") or 0) >= late_ms / 2,
+               f"{s['step']}: rank 0's exposed communication {s['exposed_ms'].get('0')} ms, less than half the "
+               f"{late_ms:.0f} ms it waited")
+    expect(f["straggler"]["rank"] == LATE_RANK and f["straggler"]["criterion"] == "waits_caused",
+           f"straggler {f['straggler']}: rank {LATE_RANK} by the waits it caused expected")
+    where = f"{backend} on 2 GPUs" if backend == "nccl" else "gloo on 2 CPU processes"
+    waits = "/".join(f"{s['waited_ms']['0']:.1f}" for s in late)
+    exposed = "/".join(f"{s['exposed_ms']['0']:.1f}" for s in f["steps"])
+    step.figure = (f"{where}, --seq_p_size 2 (ulysses), rank {LATE_RANK} late {late_ms:.0f} ms in "
+                   f"{', '.join(sorted(late_steps))}: named there, rank 0 waited {waits} ms at "
+                   f"{late[0]['collective']}; "
+                   f"rank 0 exposed communication {exposed} ms per step; straggler rank {f['straggler']['rank']} "
+                   "(waits caused)")
+    if backend == "gloo":
+        step.notes.append("NCCL needs 2 GPUs: the same job on CPU processes with gloo (--comm_backend gloo)")
 
 
 def pack(work: Path, archive: Path) -> tuple[int, list[str]]:
@@ -576,6 +702,7 @@ def environment(device: str, have: dict) -> dict:
            "device": device, "optional_packages": have, "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime())}
     if device == "cuda":
         env["gpu"] = torch.cuda.get_device_name(0)
+        env["gpus"] = torch.cuda.device_count()  # step 7 needs two
         try:
             version = torch.cuda.nccl.version()
             env["nccl"] = ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
@@ -641,8 +768,11 @@ def main() -> int:
                    "output folder); the output folder then gets gpu_check.json, verdict.txt and "
                    "gpu_check_results.tar.gz of that new folder")
     p.add_argument("--budget_s", type=float, default=480, help="stop starting commands after this (default 480)")
-    p.add_argument("--steps", default="1,2,3,4,5,6", help="steps to run, e.g. 1,5 (default all)")
+    p.add_argument("--steps", default="1,2,3,4,5,6,7", help="steps to run, e.g. 1,5 (default all)")
     p.add_argument("--trace", help="steps 3 and 4 read this trace file instead of step 2's")
+    p.add_argument("--comm_backend", choices=["auto", "gloo"], default="auto",
+                   help="step 7: auto = NCCL on two GPUs (SKIP with fewer); gloo = the same 2-rank job and checks on "
+                   "CPU processes")
     p.add_argument("--assume_missing", default="", metavar="NAMES",
                    help=f"treat these of {','.join(OPTIONAL)} as not installed (rehearses the fallbacks)")
     args = p.parse_args()
@@ -652,9 +782,9 @@ def main() -> int:
     try:
         steps = sorted({int(n) for n in args.steps.split(",") if n.strip()})
     except ValueError:
-        p.error(f"--steps {args.steps!r}: give step numbers 1-6, comma-separated")
+        p.error(f"--steps {args.steps!r}: give step numbers 1-7, comma-separated")
     if not steps or not set(steps) <= set(STEP_NAMES):
-        p.error(f"--steps {args.steps!r}: give step numbers 1-6, comma-separated")
+        p.error(f"--steps {args.steps!r}: give step numbers 1-7, comma-separated")
     if ({3, 4} & set(steps)) and 2 not in steps and not args.trace:
         p.error("steps 3 and 4 read step 2's trace: select step 2 too, or give --trace FILE")
     trace = Path(args.trace) if args.trace else None
@@ -670,7 +800,7 @@ def main() -> int:
         Path(args.work).mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S_"), dir=args.work))
     return GpuCheck(out.resolve(), work.resolve(), device, args.budget_s, steps, trace,
-                    tuple(filter(None, args.assume_missing.split(",")))).run_all()
+                    tuple(filter(None, args.assume_missing.split(","))), args.comm_backend).run_all()
 
 
 if __name__ == "__main__":

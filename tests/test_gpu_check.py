@@ -24,6 +24,7 @@ pytestmark = pytest.mark.slow
 
 SCRIPT = REPO_ROOT / "benchmarks" / "gpu_check.sh"
 STEPS = ["profiler capture", "infer", "trace_summary", "tensorboard", "torchrun 2 ranks", "memory"]
+SEQ_PARALLEL = "seq parallel 2 GPUs"  # step 7: NCCL on two GPUs; SKIP on CPU unless --comm_backend gloo
 
 
 def gpu_check(*args: str, **env: str) -> subprocess.CompletedProcess:
@@ -48,7 +49,9 @@ def test_cpu_mode_passes_every_step_and_says_what_it_skipped(cpu_run):
     for number, name in enumerate(STEPS, 1):
         assert re.search(rf"^\[PASS\] {number} {re.escape(name)} \(\d+ s\): \S", proc.stdout, re.M), proc.stdout
     assert proc.stdout.count("note: ") >= 6 and "need CUDA" in proc.stdout  # what CPU could not check, per step
-    assert "VERDICT: PASS (6 passed, 0 failed, 0 skipped)" in proc.stdout
+    assert (f"[SKIP] 7 {SEQ_PARALLEL} (0 s): needs 2 GPUs: CPU mode (--comm_backend gloo runs it on CPU processes)"
+            in lines)
+    assert "VERDICT: PASS (6 passed, 0 failed, 1 skipped)" in proc.stdout
     assert re.search(r"\[PASS\] 6 memory .*[1-9]\d* \[memory\] events; cpu peak \d", proc.stdout), proc.stdout
     # the capture's extra seconds are a difference of two runs: signed, as a loaded machine can make it negative
     assert re.search(r"\[PASS\] 2 infer .*s/step, .*FLOP/s, capture [+-]\d+\.\d+ s .*latents bitwise",
@@ -61,7 +64,7 @@ def test_out_holds_the_figures_and_every_trace(cpu_run):
     report = json.loads((out / "gpu_check.json").read_text())
     assert report["verdict"] == "PASS" and report["environment"]["device"] == "cpu"
     assert [(s["number"], s["name"], s["status"]) for s in report["steps"]] == [
-        (n, name, "PASS") for n, name in enumerate(STEPS, 1)]
+        *((n, name, "PASS") for n, name in enumerate(STEPS, 1)), (7, SEQ_PARALLEL, "SKIP")]
     verdict = (out / "verdict.txt").read_text()
     assert verdict.splitlines()[-1].startswith("VERDICT: PASS") and "[PASS] 5 torchrun 2 ranks" in verdict
 
@@ -120,7 +123,7 @@ def test_without_out_a_temp_dir_gets_the_results_and_a_failed_step_fails_the_run
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert out.name.startswith("gpu_check_") and out.parent == Path(tempfile.gettempdir())
         assert "[FAIL] 1 profiler capture (0 s): out of the time budget" in proc.stdout
-        assert "VERDICT: FAIL (0 passed, 6 failed, 0 skipped)" in proc.stdout
+        assert "VERDICT: FAIL (0 passed, 6 failed, 1 skipped)" in proc.stdout  # 7: SKIP, no GPU (no command)
         assert json.loads((out / "gpu_check.json").read_text())["verdict"] == "FAIL"
     finally:
         shutil.rmtree(out, ignore_errors=True)
@@ -138,7 +141,7 @@ def test_missing_tools_take_the_fallbacks_and_work_packs_into_out(tmp_path):
     assert "ran benchmarks/gpu_qwen_image.py instead" in proc.stdout
     assert "[PASS] 3 trace_summary" in proc.stdout and "used its Python API" in proc.stdout
     assert "[SKIP] 4 tensorboard (0 s): tensorboard not installed" in proc.stdout
-    assert "VERDICT: PASS (2 passed, 0 failed, 4 skipped)" in proc.stdout
+    assert "VERDICT: PASS (2 passed, 0 failed, 5 skipped)" in proc.stdout
     assert sorted(p.name for p in out.iterdir()) == ["gpu_check.json", "gpu_check_results.tar.gz", "verdict.txt"]
     with tarfile.open(out / "gpu_check_results.tar.gz") as tar:
         names = tar.getnames()
@@ -157,4 +160,31 @@ def test_gpu_checks_of_summary_and_tensorboard_hold_on_the_h200_trace(tmp_path):
     match = re.search(r"\[PASS\] 4 tensorboard .*overview Kernel (\d+) us, operator device time (\d+) us, "
                       r"call stacks of \S+: HTTP 200, [1-9]", proc.stdout)
     assert match and int(match.group(1)) > 20_000 and int(match.group(2)) > 20_000, proc.stdout
-    assert "VERDICT: PASS (2 passed, 0 failed, 4 skipped)" in proc.stdout
+    assert "VERDICT: PASS (2 passed, 0 failed, 5 skipped)" in proc.stdout
+
+
+def test_the_2_gpu_step_runs_on_cpu_processes_with_gloo_and_checks_the_communication(tmp_path):
+    """Step 7's own code on CPU (--comm_backend gloo): 2 ranks of the embedded inference with --seq_p_size 2 under
+    torchrun, rank 1 late in ProfilerStep#1 and #3; the summary names it there, the waits and exposed communication
+    show the delay, the figures land in gpu_check.json and the summary beside them."""
+    proc = gpu_check("--device", "cpu", "--steps", "7", "--comm_backend", "gloo", OUT=str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(rf"^\[PASS\] 7 {SEQ_PARALLEL} \(\d+ s\): gloo on 2 CPU processes, --seq_p_size 2 \(ulysses\), "
+                     r"rank 1 late 300 ms in ProfilerStep#1, ProfilerStep#3: named there, rank 0 waited "
+                     r"\d+\.\d/\d+\.\d ms at all_to_all; rank 0 exposed communication [\d./]+ ms per step; "
+                     r"straggler rank 1 \(waits caused\)$", proc.stdout, re.M), proc.stdout
+    assert "VERDICT: PASS (1 passed, 0 failed, 6 skipped)" in proc.stdout
+    (step,) = [s for s in json.loads((tmp_path / "gpu_check.json").read_text())["steps"] if s["number"] == 7]
+    f = step["figures"]
+    assert (f["backend"], f["on_gpu"], f["ranks"], f["late_rank"]) == ("gloo", False, 2, 1)
+    assert [(s["step"], s["late_rank"]) for s in f["steps"]] == [
+        ("ProfilerStep#1", 1), ("ProfilerStep#2", None), ("ProfilerStep#3", 1)]
+    for s in f["steps"]:
+        if s["late_rank"] is not None:
+            assert s["waited_ms"]["0"] >= 150 and s["exposed_ms"]["0"] >= 150 and s["collective"] == "all_to_all"
+            assert "ulysses.py" in s["site"] and s["doing"] == "late_rank_delay"
+    assert f["straggler"]["rank"] == 1 and f["straggler"]["criterion"] == "waits_caused"
+    assert f["top"][0]["kind"] == "all_to_all"
+    summary = (tmp_path / "7_seq_parallel" / "summary.txt").read_text()
+    assert "Communication across 2 ranks (gloo on CPU" in summary
+    assert json.loads((tmp_path / "7_seq_parallel" / "summary.json").read_text())["runs"][0]["communication"]

@@ -78,6 +78,8 @@ BROWSER_ROUTES = [
     ("GET", f"/files/{TRACE}?download=1"), ("GET", f"/timeline/{TRACE}"),
     ("GET", f"/api/timeline/index/{TRACE}"), ("GET", f"/api/timeline/window/{TRACE}?step=0"), ("GET", "/overview"),
     ("GET", f"/overview/{TRACE}"), ("GET", "/overview/torch_profile/20261129-120000_infer_main/"),
+    ("GET", f"/timeline/torch_profile/{RUN}/"), ("GET", f"/api/timeline/run/torch_profile/{RUN}/"),
+    ("GET", f"/api/merged/torch_profile/{RUN}/?step=ProfilerStep%234"),
     ("GET", "/assets/webcomponents.min.js"), ("GET", "/vendor/trace_viewer_full.html"), ("GET", "/no/such/page"),
     ("GET", "/files/../secret.json"), ("POST", f"/files/{TRACE}"), ("PUT", "/"), ("DELETE", f"/files/{TRACE}"),
     ("OPTIONS", "/api/traces"), ("PATCH", "/"), ("PROPFIND", "/"),

@@ -24,6 +24,7 @@ from lightx2v.trace_browser.offline import (
     overview_url,
     row_links,
     run_overview_url,
+    run_timeline_url,
     runs_section,
     static_file,
     timeline_index,
@@ -76,6 +77,8 @@ def test_the_views_urls_percent_encode_the_path_and_a_run_ends_with_a_slash():
     assert overview_url("run/a b.json") == "/overview/run/a%20b.json"
     assert run_overview_url("run/a b") == "/overview/run/a%20b/"
     assert run_overview_url("") == "/overview/"
+    assert run_timeline_url("run/a b") == "/timeline/run/a%20b/"
+    assert run_timeline_url("", "ProfilerStep#2") == "/timeline/?step=ProfilerStep%232"
 
 
 # --- the Timeline -------------------------------------------------------------------------------------------------
@@ -361,12 +364,17 @@ def test_folders_of_several_json_traces_are_listed_as_runs_and_the_root_reads_do
               Trace("r&1/y.json.gz", 1, 0.0), Trace("r&1/z.pftrace", 1, 0.0), Trace("single/x.json", 1, 0.0),
               Trace("two/p.pftrace", 1, 0.0), Trace("two/q.json", 1, 0.0)]
     assert runs_section(traces) == (
-        "<h2>Runs with several traces</h2><p>The Overview of a run compares its ranks and names the straggler.</p>"
+        "<h2>Runs with several traces</h2><p>The Overview of a run compares its ranks and names the straggler; its "
+        "Timeline shows every rank on one clock, a step at a time.</p>"
         "<table id=runs><thead><tr><th>Run folder</th><th>Traces</th><th></th></tr></thead><tbody>"
-        '<tr><td class=path>./</td><td class=num>2</td><td><a class=run-overview href="/overview/" target=_blank>'
-        "Overview</a></td></tr>"
-        '<tr><td class=path>r&amp;1/</td><td class=num>2</td><td><a class=run-overview href="/overview/r%261/" '
+        '<tr><td class=path>./</td><td class=num>2</td><td><a class=run-timeline href="/timeline/" target=_blank>'
+        'Timeline</a> <a class=run-overview href="/overview/" target=_blank>Overview</a></td></tr>'
+        '<tr><td class=path>r&amp;1/</td><td class=num>2</td><td><a class=run-timeline href="/timeline/r%261/" '
+        'target=_blank>Timeline</a> <a class=run-overview href="/overview/r%261/" '
         "target=_blank>Overview</a></td></tr></tbody></table><h2>Trace files</h2>")
+    # without the Timeline installed, the run's Timeline is greyed as a trace's is, and its Overview stays
+    assert ('<td><span class="timeline disabled" title="not installed: see the notice above">Timeline</span> '
+            '<a class=run-overview href="/overview/" target=_blank>Overview</a></td>') in runs_section(traces, False)
 
 
 def test_no_folder_of_several_json_traces_lists_no_runs():

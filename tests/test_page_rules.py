@@ -129,14 +129,20 @@ def test_runs_of_several_traces_are_listed_above_the_files(timeline_ready):
     traces = [Trace("run/r0.json", 1, 0.0), Trace("run/r1.json", 1, 0.0)]
     html = render_index(traces, root="r", host="h:1", perfetto_ui=UI)
     assert body_of(html)[8] == (
-        "<h2>Runs with several traces</h2><p>The Overview of a run compares its ranks and names the straggler.</p>"
+        "<h2>Runs with several traces</h2><p>The Overview of a run compares its ranks and names the straggler; its "
+        "Timeline shows every rank on one clock, a step at a time.</p>"
         "<table id=runs><thead><tr><th>Run folder</th><th>Traces</th><th></th></tr></thead><tbody><tr>"
-        "<td class=path>run/</td><td class=num>2</td><td><a class=run-overview href=\"/overview/run/\" "
+        "<td class=path>run/</td><td class=num>2</td><td><a class=run-timeline href=\"/timeline/run/\" "
+        "target=_blank>Timeline</a> <a class=run-overview href=\"/overview/run/\" "
         "target=_blank>Overview</a></td></tr></tbody></table><h2>Trace files</h2>")
 
 
 def test_without_the_offline_timeline_the_notice_names_what_is_missing_and_rows_grey_the_link(monkeypatch):
     monkeypatch.setattr(page_module, "timeline_missing", lambda: ["the polyfill <x>: run `pip install y`"])
+    runs = render_index([Trace("run/r0.json", 1, 0.0), Trace("run/r1.json", 1, 0.0)], root="r", host="h:1",
+                        perfetto_ui=UI)
+    assert ('<td class=path>run/</td><td class=num>2</td><td><span class="timeline disabled" title="not installed: '
+            'see the notice above">Timeline</span> <a class=run-overview') in runs  # a run's Timeline greyed too
     html = render_index([OLD], root="r", host="h:1", perfetto_ui=UI)
     assert body_of(html)[4] == (
         "<div id=offline-notice class=missing><p><strong>Offline Timeline not installed.</strong> It needs:</p>"

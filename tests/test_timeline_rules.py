@@ -127,18 +127,26 @@ def test_the_page_loads_the_polyfill_and_the_viewer_from_this_server_with_its_co
     html = render_timeline("run/a.json", "/api/timeline/index/run/a.json", "/api/timeline/window/run/a.json")
     head = html.split("</style>\n", 1)[1].split("</head>", 1)[0].split("\n")
     assert head[:3] == ["<script>", 'const CONFIG = {"name": "run/a.json", "index": "/api/timeline/index/run/a.json", '
-                        '"window": "/api/timeline/window/run/a.json", "viewer": "/vendor/trace_viewer_full.html"};',
+                        '"window": "/api/timeline/window/run/a.json", "viewer": "/vendor/trace_viewer_full.html", '
+                        '"run": false};',
                         "window.__hideTraceViewerPolyfillWarning = true;"]
     assert head[-4:] == ["</script>", '<script src="/assets/webcomponents.min.js"></script>',
                          '<link rel="import" href="/vendor/trace_viewer_full.html" onerror="viewerImportFailed()">', ""]
     assert "<title>run/a.json · Timeline · LightX2V</title>" in html
 
 
+def test_a_runs_page_is_the_same_page_and_script_in_run_mode():
+    """One page, one script: a run's Timeline differs from a trace's only by its config."""
+    trace = render_timeline("run/", "/i", "/w")
+    run = render_timeline("run/", "/i", "/w", run=True)
+    assert run.replace('"run": true}', '"run": false}', 1) == trace
+
+
 def test_a_name_cannot_close_the_config_script():
     html = render_timeline("</script><b>.json", "/i", "/w")
     config = html.split("const CONFIG = ", 1)[1].split(";\n", 1)[0]
     assert config == '{"name": "\\u003c/script>\\u003cb>.json", "index": "/i", "window": "/w", "viewer": ' \
-                     '"/vendor/trace_viewer_full.html"}'
+                     '"/vendor/trace_viewer_full.html", "run": false}'
     assert json.loads(config)["name"] == "</script><b>.json"
     assert "<title>&lt;/script&gt;&lt;b&gt;.json · Timeline · LightX2V</title>" in html
 

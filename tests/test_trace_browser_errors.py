@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import http.client
+import json
 import os
 import re
 import sys
@@ -74,6 +75,13 @@ def test_every_link_to_it_reaches_the_same_file(odd):
             assert b"rank0_\\xfe.pt.trace.json.gz" in body
     status, _, body = get(odd, "/api/timeline/window/%FFrun/rank0_%FE.pt.trace.json.gz?step=0")
     assert status == 200 and b"ProfilerStep#9" in body and b"ProfilerStep#4" not in body
+    # its folder's Timeline (a run of one rank): the page, the index and the merged step
+    status, _, body = get(odd, "/timeline/%FFrun/")
+    assert status == 503 or (status == 200 and b'"index": "/api/timeline/run/%FFrun/"' in body), (status, body[:300])
+    status, _, body = get(odd, "/api/timeline/run/%FFrun/")
+    assert status == 200 and [s["name"] for s in json.loads(body)["steps"]] == ["ProfilerStep#9"], body[:300]
+    status, headers, body = get(odd, "/api/merged/%FFrun/?step=ProfilerStep%239")
+    assert status == 200 and "%FFrun.ProfilerStep9.merged.json" in headers["Content-Disposition"]
 
 
 def test_its_folders_overview_and_the_compare_pages_answer(odd):
@@ -105,13 +113,14 @@ def fail(*args, **kwargs):
 
 server.list_traces = server.resolve = fail
 offline.overview_page = offline.timeline_window = offline.compare_page = offline.merged_page = fail
+offline.run_timeline_index = fail
 capture_panel.listing = capture_panel.post = fail
 sys.exit(__main__.main(sys.argv[1:]))
 """
 
 ROUTES = ["/", "/api/traces", "/files/run/rank0_host.pt.trace.json.gz", "/overview/run/", "/compare",
           "/api/timeline/window/run/rank0_host.pt.trace.json.gz?step=0", "/api/capture",
-          "/api/merged/run/?step=ProfilerStep%231"]
+          "/api/merged/run/?step=ProfilerStep%231", "/api/timeline/run/run/"]
 
 
 @pytest.fixture(scope="module")

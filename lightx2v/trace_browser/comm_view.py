@@ -21,9 +21,11 @@ MAX_STEPS = 24  # steps shown; longer captures show the first and the last ones
 COMM_STYLE = "tr.late td { background: #fdf1e4; } p.late { margin: .2em 0; }"
 
 
-def comm_section(run: RunSummary, merged_url: Callable[[str], str] | None = None) -> str:
+def comm_section(run: RunSummary, merged_url: Callable[[str], str] | None = None,
+                 timeline_url: Callable[[str], str] | None = None) -> str:
     """The section, "" when no rank has communication; `merged_url(step)` links each step of several ranks to
-    its merged file (every rank on one clock, for Perfetto UI: `merged`)."""
+    its merged file (every rank on one clock, for Perfetto UI: `merged`), `timeline_url(step)` to the run's
+    Timeline at that step (the same file, drawn here)."""
     ranks = [(r, r.communication) for r in run.ranks if r.communication is not None]
     if not ranks:
         return ""
@@ -35,6 +37,7 @@ def comm_section(run: RunSummary, merged_url: Callable[[str], str] | None = None
     how = ("communication kernels against compute kernels (HTA's definition)" if ranks[0][1].on_gpu
            else "the collectives' walls on the calling thread against its other ops (a CPU-only trace)")
     waits = c is not None and c.complete > 0
+    step_links = (merged_url, timeline_url) if c is not None else (None, None)  # a run's steps: several ranks
     rows = []
     for i, name in enumerate(shown):
         if len(shown) < len(names) and i == MAX_STEPS - 4:
@@ -52,7 +55,7 @@ def comm_section(run: RunSummary, merged_url: Callable[[str], str] | None = None
             share = 100 * s.exposed_us / s.wall_us if s.wall_us > 0 else None
             rows.append(
                 f"<tr{' class=late' if late else ''}>"
-                + (f"<td rowspan={len(ranks)}>{_step_cell(name, merged_url if c is not None else None)}</td>"
+                + (f"<td rowspan={len(ranks)}>{_step_cell(name, *step_links)}</td>"
                    if j == 0 else "")
                 + f"<td>{escape(who)}</td>{num_cell(ms(s.wall_us))}"
                 f"<td>{bar([(s.compute_us, BUSY), (s.exposed_us, EXPOSED), (s.idle_us, IDLE)], longest, label)}</td>"
@@ -91,12 +94,15 @@ def _run_lines(c: RunComm) -> str:
     return "\n".join(out)
 
 
-def _step_cell(name: str, merged_url: Callable[[str], str] | None) -> str:
-    if merged_url is None:
-        return escape(name)
-    return (f'{escape(name)}<br><a class=merged href="{escape(merged_url(name))}" '
-            'title="this step of every rank on one clock, the same collective linked: for Perfetto UI">merged '
-            "file</a>")
+def _step_cell(name: str, merged_url: Callable[[str], str] | None, timeline_url: Callable[[str], str] | None) -> str:
+    links = []
+    if timeline_url is not None:
+        links.append(f'<a class=run-timeline href="{escape(timeline_url(name))}" target=_blank title="this step of '
+                     'every rank on one clock, the same collective linked: in the Timeline">Timeline</a>')
+    if merged_url is not None:
+        links.append(f'<a class=merged href="{escape(merged_url(name))}" title="this step of every rank on one '
+                     'clock, the same collective linked: a file for Perfetto UI">merged file</a>')
+    return escape(name) + ("<br>" + " · ".join(links) if links else "")
 
 
 def _who(rank: int | None, worker: str) -> str:

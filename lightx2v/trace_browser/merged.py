@@ -9,7 +9,14 @@ rank), its flow arrows' ids moved apart per rank, and its times moved onto the f
 the summary applied (``trace_summary.clocks``; none when the clocks agree within their spread). Under each rank a
 ``rank R · collectives`` process holds one slice per matched collective of the step (its arrival to its end, with
 its wait, transfer, group and call site), and a flow arrow goes from the last rank to arrive to every rank that
-waited for it. ``lightx2v_merged`` in the file says which ranks, which offsets, and which ranks lack the step.
+waited for it, at the moment it arrived (a viewer draws no arrow that goes back in time). ``lightx2v_merged`` in
+the file says which ranks, which offsets, and which ranks lack the step.
+
+    index = run_steps(run, index_of)                       # the run's Timeline: the steps every rank has
+
+``run_steps`` lists the steps every rank has, each with its times on the same clock as the merged file's (the
+earliest start and the latest end over the ranks, after their offsets), so the run's Timeline
+(``timeline.render_timeline(..., run=True)``) opens a merged step zoomed to it.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from typing import Any
 from lightx2v.trace_summary.clocks import clock_offsets
 from lightx2v.trace_summary.comm import match_run
 from lightx2v.trace_summary.comm_waits import instance_waits
-from lightx2v.trace_summary.model import RunSummary
+from lightx2v.trace_summary.model import RankSummary, RunSummary
 
 from .step_index import StepIndex
 from .window import step_window
@@ -31,29 +38,58 @@ COLLECTIVES_PID = PIDS_PER_RANK - 1  # the rank's collectives process, last of i
 FLOW_IDS_PER_RANK = 10**12  # correlation ids stay below this: each rank's flow ids are moved by a multiple of it
 
 
-def merged_step(run: RunSummary, index_of: Callable[[str], StepIndex], step: str) -> bytes:
-    """The merged file; ValueError when no rank has the step."""
+def merged_step(run: RunSummary, index_of: Callable[[str], StepIndex], step: str, frames: bool = False) -> bytes:
+    """The merged file (with each rank's Python frames when ``frames``); ValueError when no rank has the step."""
     offsets = _offsets(run)
     events: list[dict[str, Any]] = []
     missing, ranks = [], []
     for p, r in enumerate(run.ranks):
         index = index_of(r.file)
         k = next((i for i, s in enumerate(index.steps) if s.name == step), None)
-        who = f"rank {r.rank}" if r.rank is not None else r.worker
+        who = _who(r)
         if k is None:
             missing.append(who)
             continue
         ranks.append(who)
-        window = json.loads(step_window(r.file, index, k))
+        window = json.loads(step_window(r.file, index, k, frames))
         events += _moved(window.get("traceEvents", []), p, who, offsets.get(p, 0.0))
     if not ranks:
         raise ValueError(f"no rank of the run has a step named {step!r}")
     events += _collectives(run, step, offsets)
     meta = {"step": step, "ranks": ranks, "missing": missing,
-            "offsets_us": {("rank " + str(run.ranks[p].rank)) if run.ranks[p].rank is not None
-                           else run.ranks[p].worker: us for p, us in offsets.items()}}
+            "offsets_us": {_who(run.ranks[p]): us for p, us in offsets.items()}}
     return json.dumps({"traceEvents": events, "displayTimeUnit": "ms", "lightx2v_merged": meta},
                       separators=(",", ":")).encode()
+
+
+def run_steps(run: RunSummary, index_of: Callable[[str], StepIndex]) -> dict[str, Any]:
+    """The run's Timeline index: ``steps``, those every rank has, in the first rank's order, as the single-trace
+    index has them (``name``, ``lo``, ``hi``, ``end``, ``gpu_events``) but on the merged file's clock: the first
+    rank's, each rank's times less its applied offset; ``lo`` the earliest start over the ranks, ``hi`` and
+    ``end`` the latest. ``left_out``: the steps some rank lacks, with who lacks them. ``span`` the steps' [lo,
+    end] ([] without steps). A rank whose index cannot be built raises (TraceError), as ``merged_step`` does."""
+    offsets = _offsets(run)
+    indexes = [index_of(r.file) for r in run.ranks]
+    names = [[s.name for s in index.steps] for index in indexes]
+    steps: list[dict[str, Any]] = []
+    left_out: list[dict[str, Any]] = []
+    for name in dict.fromkeys(n for ns in names for n in ns):  # every step name once, in order of appearance
+        lacking = [_who(r) for r, ns in zip(run.ranks, names, strict=True) if name not in ns]
+        if lacking:
+            left_out.append({"name": name, "missing": lacking})
+            continue
+        windows = [(next(s for s in index.steps if s.name == name), offsets.get(p, 0.0))
+                   for p, index in enumerate(indexes)]
+        steps.append({"name": name, "lo": min(s.lo - off for s, off in windows),
+                      "hi": max(s.hi - off for s, off in windows), "end": max(s.end - off for s, off in windows),
+                      "gpu_events": sum(s.gpu_events for s, _ in windows)})
+    return {"run": run.label, "ranks": [_who(r) for r in run.ranks],
+            "offsets_us": {_who(run.ranks[p]): us for p, us in offsets.items()}, "steps": steps,
+            "left_out": left_out, "span": [min(s["lo"] for s in steps), max(s["end"] for s in steps)] if steps else []}
+
+
+def _who(r: RankSummary) -> str:
+    return f"rank {r.rank}" if r.rank is not None else r.worker
 
 
 def _offsets(run: RunSummary) -> dict[int, float]:
@@ -98,7 +134,7 @@ def _collectives(run: RunSummary, step: str, offsets: dict[int, float]) -> list[
     waited = {id(w.instance): w for w in instance_waits(matching, clock_offsets(run.ranks, matching).offset)}
     out: list[dict[str, Any]] = []
     for p, r in enumerate(run.ranks):
-        who = f"rank {r.rank}" if r.rank is not None else r.worker
+        who = _who(r)
         pid = (p + 1) * PIDS_PER_RANK + COLLECTIVES_PID
         out += [{"ph": "M", "name": "process_name", "pid": pid, "args": {"name": f"{who} · collectives"}},
                 {"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": pid}}]
@@ -112,20 +148,21 @@ def _collectives(run: RunSummary, step: str, offsets: dict[int, float]) -> list[
             args: dict[str, Any] = {"group": inst.group or "(one group)", "site": call.site}
             if w is not None:
                 args.update(wait_ms=round(w.wait[p] / 1000, 3), transfer_ms=round(w.transfer[p] / 1000, 3),
-                            last_to_arrive=f"rank {run.ranks[w.last].rank}")
+                            last_to_arrive=_who(run.ranks[w.last]))
             out.append({"ph": "X", "cat": "collective", "name": inst.kind, "pid": (p + 1) * PIDS_PER_RANK
                         + COLLECTIVES_PID, "tid": 0, "ts": lo, "dur": max(call.end_us - call.arrival_us, 0.001),
                         "args": args})
         if w is None:
             continue
-        last = inst.calls[w.last]
+        # When the last rank arrives, an arrow from its slice to each slice still waiting for it. Both ends at that
+        # moment: viewers (Chromium's, Perfetto) drop an arrow whose end is earlier than its start, as one to the
+        # waiter's own arrival would be.
+        released = inst.calls[w.last].arrival_us - offsets.get(w.last, 0.0)
         for p in inst.calls:
             if p == w.last or w.wait[p] <= 0:
                 continue
             flow += 1
-            common = {"cat": "collective", "name": f"{inst.kind}: waited for", "id": flow, "tid": 0}
-            out.append({**common, "ph": "s", "pid": (w.last + 1) * PIDS_PER_RANK + COLLECTIVES_PID,
-                        "ts": last.arrival_us - offsets.get(w.last, 0.0)})
-            out.append({**common, "ph": "f", "bp": "e", "pid": (p + 1) * PIDS_PER_RANK + COLLECTIVES_PID,
-                        "ts": inst.calls[p].arrival_us - offsets.get(p, 0.0)})
+            common = {"cat": "collective", "name": f"{inst.kind}: waited for", "id": flow, "tid": 0, "ts": released}
+            out.append({**common, "ph": "s", "pid": (w.last + 1) * PIDS_PER_RANK + COLLECTIVES_PID})
+            out.append({**common, "ph": "f", "bp": "e", "pid": (p + 1) * PIDS_PER_RANK + COLLECTIVES_PID})
     return out

@@ -3,9 +3,12 @@ trace list shows for them. Nothing here loads from the internet in the browser.
 
 Routes (see `server`): `/timeline/<trace>`, with its JSON `/api/timeline/index/<trace>` (the step index) and
 `/api/timeline/window/<trace>?step=K` or `?lo=T&end=T` (one window as a Chrome trace; `&frames=1` adds the
-Python frames), `/overview/<trace>`, `/overview/<run dir>/` (the run's ranks
-compared), `/compare?base=<trace or run dir/>&new=<...>` (two captures compared; without both, the form that
-chooses them), `/assets/<polyfill>`, `/vendor/trace_viewer_full.html`.
+Python frames); `/timeline/<run dir>/` (the run's Timeline: every rank on one clock, a step at a time), with
+`/api/timeline/run/<run dir>/` (the steps every rank has) and `/api/merged/<run dir>/?step=NAME` (that step
+of every rank as one Chrome trace, `merged`; `&frames=1` adds the Python frames); `/overview/<trace>`,
+`/overview/<run dir>/` (the run's ranks compared), `/compare?base=<trace or run dir/>&new=<...>` (two
+captures compared; without both, the form that chooses them), `/assets/<polyfill>`,
+`/vendor/trace_viewer_full.html`.
 """
 
 from __future__ import annotations
@@ -29,11 +32,12 @@ from lightx2v.trace_summary.model import RunSummary
 from lightx2v.trace_summary.summarize import summarize_run, summarize_runs
 from lightx2v.utils.torch_trace_profiler import TRACE_BROWSER_DIR
 
-from .gzip_seek import identity
+from .gzip_seek import FileChanged, identity
 from .memo import Memo
 from .step_index import StepIndex, describe, index_keeper, step_index
 
 INDEX_ROUTE, WINDOW_ROUTE = "/api/timeline/index/", "/api/timeline/window/"
+RUN_INDEX_ROUTE = "/api/timeline/run/"  # + a run folder: the steps every rank has, for the run's Timeline
 MERGED_ROUTE = "/api/merged/"  # + a run folder + "?step=NAME": that step of every rank, one clock, one file
 JSON = "application/json"
 
@@ -68,20 +72,41 @@ def run_overview_url(run_dir: str) -> str:
     return "/overview/" + (_quote(run_dir) + "/" if run_dir else "")
 
 
+def run_timeline_url(run_dir: str, step: str | None = None) -> str:
+    """The run's Timeline (`run_dir` relative to the root, "" for the root), opening at `step` (its name)."""
+    url = "/timeline/" + (_quote(run_dir) + "/" if run_dir else "")
+    return url + (f"?step={urllib.parse.quote(step, safe='')}" if step is not None else "")
+
+
+def _is_run(rel: str) -> bool:
+    """Whether a URL path names a run folder: it ends with "/" ("" is the root's)."""
+    return rel == "" or rel.endswith("/")
+
+
 # --- pages ---------------------------------------------------------------------------------------------------
 
 def timeline_page(root: str, rel: str) -> Page:
-    real = resolve(root, rel)
-    name = os.path.basename(real)
-    if not is_json_trace(real):
-        raise Refused(404, "the Timeline opens JSON traces; open this one in Perfetto")
+    """One trace's Timeline, or a run folder's (`rel` ends with "/"): the same page, whose windows are then the
+    merged steps of every rank (`merged`)."""
+    if _is_run(rel):
+        run = _run_files(root, rel, "Timeline")
+        name = run.label + "/"
+    else:
+        real = resolve(root, rel)
+        name = os.path.basename(real)
+        if not is_json_trace(real):
+            raise Refused(404, "the Timeline opens JSON traces; open this one in Perfetto")
     problems = timeline.missing()
     if problems:
         body = overview.render_error("Timeline not installed", "The offline Timeline needs " + "; and ".join(problems)
                                      + ". Then reload this page. The Overview works without it.")
         return Page(body.encode(), status=503)
     quoted = _quote(files.url_unquote(rel))
-    return Page(timeline.render_timeline(files.shown(name), INDEX_ROUTE + quoted, WINDOW_ROUTE + quoted).encode())
+    if _is_run(rel):
+        page = timeline.render_timeline(files.shown(name), RUN_INDEX_ROUTE + quoted, MERGED_ROUTE + quoted, run=True)
+    else:
+        page = timeline.render_timeline(files.shown(name), INDEX_ROUTE + quoted, WINDOW_ROUTE + quoted)
+    return Page(page.encode())
 
 
 def _json_trace(root: str, rel: str) -> str:
@@ -96,6 +121,8 @@ def _json_trace(root: str, rel: str) -> str:
 _INDEXES: Memo[StepIndex] = Memo(keep=64)
 _STEP_WINDOWS: Memo[bytes] = Memo(keep=8)  # the few steps last shown: moving back to one costs no pass over the file
 _SUMMARIES: Memo[RunSummary] = Memo(keep=16)
+_RUN_STEPS: Memo[dict] = Memo(keep=16)  # a run's Timeline index (`merged.run_steps`)
+_MERGED: Memo[bytes] = Memo(keep=8)  # the merged steps last shown, as the single trace's windows
 _OVERVIEWS: Memo[bytes] = Memo(keep=16)  # rendered pages: a burst of requests renders each once
 _INDEXING = threading.Lock()  # one index pass at a time (each holds its trace's decoded pieces)
 
@@ -220,12 +247,19 @@ def overview_page(root: str, rel: str) -> Page:
     def timeline_of(file: str) -> str:
         return timeline_url(os.path.relpath(os.path.realpath(file), root_real).replace(os.sep, "/"))
 
+    run_dir = files.url_unquote(rel).strip("/")  # the URL path is percent-encoded: encode the folder once
+
     def merged_of(step: str) -> str:
-        return f"{MERGED_ROUTE}{_quote(rel)}?step={urllib.parse.quote(step)}"
+        return f"{MERGED_ROUTE}{_quote(run_dir + '/' if run_dir else '')}?step={urllib.parse.quote(step, safe='')}"
+
+    def step_timeline_of(step: str) -> str:
+        return run_timeline_url(run_dir, step)
 
     def render() -> bytes:
+        several = _is_run(rel)
         return overview.render_overview(_summary_of(root, run, key), timeline_url=timeline_of,
-                                        merged_url=merged_of if rel == "" or rel.endswith("/") else None).encode()
+                                        merged_url=merged_of if several else None,
+                                        step_timeline_url=step_timeline_of if several else None).encode()
 
     try:
         return Page(_OVERVIEWS.get((key, root_real), render))
@@ -235,21 +269,52 @@ def overview_page(root: str, rel: str) -> Page:
 
 def merged_page(root: str, rel: str, query: str) -> Page:
     """One step of a run folder's ranks on one clock as one Chrome trace file for Perfetto UI (``merged``):
-    `?step=ProfilerStep%232`."""
-    if not (rel == "" or rel.endswith("/")):
+    `?step=ProfilerStep%232`, `&frames=1` with the Python frames. Sent as a download; the run's Timeline draws
+    it as its window (a fetch reads it whatever its Content-Disposition)."""
+    if not _is_run(rel):
         raise Refused(404, "a merged step is of a run folder: its path ends with /")
-    step = dict(urllib.parse.parse_qsl(query)).get("step", "")
+    params = dict(urllib.parse.parse_qsl(query))
+    step, frames = params.get("step", ""), params.get("frames") == "1"
     if not step:
         raise Refused(400, "name the step: ?step=ProfilerStep%23N")
     run = _run_files(root, rel, "merged step")
+    key = _run_key(run)
+    root_real = os.path.realpath(root)
     try:
-        summary = _summary_of(root, run)
-        body = merged.merged_step(summary, lambda f: _index_of(root, f), step)
+        summary = _summary_of(root, run, key)
+        body = _MERGED.get((key, root_real, step, frames),
+                           lambda: merged.merged_step(summary, lambda f: _index_of(root, f), step, frames))
     except TraceError as exc:
         return _text(str(exc), 422)
-    except ValueError as exc:
+    except FileChanged:
+        return _text("a rank's trace changed while being read; reload the page", 409)
+    except ValueError as exc:  # no rank has the step
         return _text(str(exc), 404)
-    return Page(body, JSON, download=f"{run.label}.{step.replace('#', '')}.merged.json")
+    name = f"{run.label}.{step.replace('#', '')}{'.frames' if frames else ''}.merged.json"
+    return Page(body, JSON, download=name)
+
+
+def run_timeline_index(root: str, rel: str) -> Page:
+    """The run's Timeline index (`merged.run_steps`, as JSON): the steps every rank of a run folder has, on the
+    merged files' clock. Refused for a file (422 when no step is on every rank, saying which rank lacks what)."""
+    if not _is_run(rel):
+        raise Refused(404, "a run's Timeline is of a run folder: its path ends with / (one trace's Timeline is "
+                           "/timeline/<trace>)")
+    run = _run_files(root, rel, "run's Timeline")
+    key = _run_key(run)
+    try:
+        index = _RUN_STEPS.get((key, os.path.realpath(root)), lambda: merged.run_steps(
+            _summary_of(root, run, key), lambda f: _index_of(root, f)))
+    except TraceError as exc:
+        return _text(str(exc), 422)
+    except ValueError:  # FileChanged: rewritten while being indexed
+        return _text("a rank's trace changed while being read; reload the page", 409)
+    if not index["steps"]:
+        lacking = "; ".join(f"{s['name']} not on {', '.join(s['missing'])}" for s in index["left_out"][:4])
+        raise Refused(422, f"no step is on every rank of {files.shown(run.label)}/: " + (
+            lacking + (" ..." if len(index["left_out"]) > 4 else "") if lacking else "no rank has a ProfilerStep")
+            + "; open each rank's own Timeline")
+    return Page(json.dumps(index).encode(), JSON)
 
 
 def compare_page(root: str, query: str) -> Page:
@@ -308,8 +373,9 @@ def row_links(trace: Trace, timeline_ready: bool) -> str:
     return tl + f' <a class=overview href="{html.escape(overview_url(trace.path))}" target=_blank>Overview</a>'
 
 
-def runs_section(traces: Sequence[Trace]) -> str:
-    """Folders holding several JSON traces (the ranks of one capture), each with its rank-comparing Overview."""
+def runs_section(traces: Sequence[Trace], timeline_ready: bool = True) -> str:
+    """Folders holding several JSON traces (the ranks of one capture), each with its rank-comparing Overview and
+    its Timeline (every rank on one clock; greyed when the Timeline is not installed)."""
     by_dir: dict[str, list[Trace]] = {}
     for t in traces:
         if is_json_trace(t.path):
@@ -317,12 +383,20 @@ def runs_section(traces: Sequence[Trace]) -> str:
     runs = [(d, ts) for d, ts in by_dir.items() if len(ts) > 1]
     if not runs:
         return ""
+
+    def timeline_link(d: str) -> str:
+        if not timeline_ready:
+            return "<span class=\"timeline disabled\" title=\"not installed: see the notice above\">Timeline</span> "
+        return f'<a class=run-timeline href="{html.escape(run_timeline_url(d))}" target=_blank>Timeline</a> '
+
     rows = "".join(
         f"<tr><td class=path>{html.escape(files.shown(d or '.'))}/</td><td class=num>{len(ts)}</td>"
-        f'<td><a class=run-overview href="{html.escape(run_overview_url(d))}" target=_blank>Overview</a></td></tr>'
+        f'<td>{timeline_link(d)}<a class=run-overview href="{html.escape(run_overview_url(d))}" target=_blank>'
+        "Overview</a></td></tr>"
         for d, ts in runs)
-    return ("<h2>Runs with several traces</h2><p>The Overview of a run compares its ranks and names the straggler."
-            "</p><table id=runs><thead><tr><th>Run folder</th><th>Traces</th><th></th></tr></thead>"
+    return ("<h2>Runs with several traces</h2><p>The Overview of a run compares its ranks and names the straggler; "
+            "its Timeline shows every rank on one clock, a step at a time.</p><table id=runs><thead><tr>"
+            "<th>Run folder</th><th>Traces</th><th></th></tr></thead>"
             f"<tbody>{rows}</tbody></table><h2>Trace files</h2>")
 
 

@@ -26,14 +26,16 @@ CURVE_WIDTH, CURVE_HEIGHT = 3 * BAR_WIDTH, 120  # the memory curve, in the bars'
 MAX_STEPS = 64  # rows of the step table; longer captures show the first and last ones
 
 
-def render_overview(run: RunSummary, *, timeline_url=None, back_url: str = "/", merged_url=None) -> str:
+def render_overview(run: RunSummary, *, timeline_url=None, back_url: str = "/", merged_url=None,
+                    step_timeline_url=None) -> str:
     """The page for `run` (one file, or several ranks); `timeline_url(file)` links each rank to its timeline,
-    `merged_url(step)` each step of several ranks to its merged file (`merged`)."""
+    `merged_url(step)` each step of several ranks to its merged file (`merged`) and `step_timeline_url(step)` to
+    the run's Timeline at that step."""
     parts = [f'<p class=nav><a href="{escape(back_url)}">← all traces</a></p>']
     if len(run.ranks) > 1:
         parts.append(f"<h1>Run {escape(run.label)}: {len(run.ranks)} ranks</h1><p class=path>{escape(run.path)}</p>")
         parts.append(_ranks_section(run))
-        parts.append(comm_section(run, merged_url))
+        parts.append(comm_section(run, merged_url, step_timeline_url))
     for rank in run.ranks:
         parts.append(_rank_section(rank, timeline_url(rank.file) if timeline_url else None, len(run.ranks) > 1))
     if len(run.ranks) == 1:

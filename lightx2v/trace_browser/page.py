@@ -57,7 +57,7 @@ def render_index(traces: Sequence[Trace], *, root: str, host: str, perfetto_ui: 
 <p><a id=compare href="/compare">Compare two captures</a> (traces or runs: what got faster, what got slower, which
 kernels changed), or use a row's "Compare with previous" link.</p>
 <div id=status></div>
-{offline.runs_section(traces)}
+{offline.runs_section(traces, not problems)}
 <table id=traces><thead><tr><th>Trace</th><th>Size</th><th>Modified</th><th>Perfetto (online)</th>
 <th>Offline views</th></tr></thead>
 <tbody>

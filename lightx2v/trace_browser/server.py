@@ -4,7 +4,7 @@ only from under the results root.
 Routes: `/` (the trace list), `/api/traces` (the same as JSON), `/files/<trace>` (the file as stored;
 `?download=1` adds Content-Disposition), `/api/capture` (the "Capture next call" panel: `capture_panel`),
 and the offline views' pages and files (`offline`: `/timeline/...` with `/api/timeline/...` (its step index
-and windows), `/overview/...`, `/assets/...`,
+and windows; a run folder's: `/api/timeline/run/...` and `/api/merged/...`), `/overview/...`, `/assets/...`,
 `/vendor/...`; `/compare?base=...&new=...`: two captures compared). Trace files carry
 `Access-Control-Allow-Origin` for the Perfetto UI's origin only, so Perfetto
 may fetch them and other web sites may not.
@@ -165,6 +165,9 @@ class Handler(BaseHTTPRequestHandler):
         elif path.startswith(offline.WINDOW_ROUTE):
             rel = path[len(offline.WINDOW_ROUTE):]
             self._send_page(offline.timeline_window(self.server.root, rel, query), send_body)
+        elif path.startswith(offline.RUN_INDEX_ROUTE):
+            rel = path[len(offline.RUN_INDEX_ROUTE):]
+            self._send_page(offline.run_timeline_index(self.server.root, rel), send_body)
         elif path.startswith(offline.MERGED_ROUTE):
             self._send_page(offline.merged_page(self.server.root, path[len(offline.MERGED_ROUTE):], query), send_body)
         elif path.startswith("/timeline/"):

@@ -14,6 +14,12 @@ that run across it, such as kineto's "Process Spans" over the whole capture, whi
 would fit instead, leaving the step a sliver. A `?step=K` that is no step of the trace is refused with the range,
 never shown as another step.
 
+A run folder's Timeline is the same page and script in run mode (`run=True`): its index is the steps every rank
+has (`merged.run_steps`: their times on the first rank's clock, after the offsets the summary applied), each
+window that step of every rank merged into one Chrome trace (`merged.merged_step`: each rank's processes under
+`rank R · ...`, a `collectives` track per rank, an arrow from the last rank to arrive to each rank that waited),
+which the download link gives Perfetto as it is; `?step=NAME` (`ProfilerStep%232`) opens a step by its name.
+
 The page reports its progress in `window.lightx2vTimeline` (`state`: loading / drawn / failed, `model`, `error`,
 `ms`: phase times, `steps`: the index, `step`: the window shown, `loaded`: its URL, `visible`: the time range in
 view, in the trace's microseconds) and in `<body data-state>`, for tests and benchmarks.
@@ -61,11 +67,12 @@ def missing() -> list[str]:
     return problems
 
 
-def render_timeline(name: str, index_url: str, window_url: str) -> str:
+def render_timeline(name: str, index_url: str, window_url: str, run: bool = False) -> str:
     """The page: the step bar, then the viewer, which draws one window (`window_url?step=K`, or `?lo=&end=` for a
-    trace without steps) at a time, never the whole file."""
-    config = json.dumps({"name": name, "index": index_url, "window": window_url,
-                         "viewer": VIEWER_URL}).replace("<", "\\u003c")
+    trace without steps) at a time, never the whole file. `run`: a run's Timeline, whose windows are
+    `window_url?step=NAME` (the merged steps)."""
+    config = json.dumps({"name": name, "index": index_url, "window": window_url, "viewer": VIEWER_URL,
+                         "run": run}).replace("<", "\\u003c")
     head = (f"<script>\nconst CONFIG = {config};\n{_BEFORE_VIEWER}</script>\n"
             f'<script src="{POLYFILL_URL}"></script>\n'
             f'<link rel="import" href="{VIEWER_URL}" onerror="viewerImportFailed()">\n')
@@ -126,9 +133,12 @@ _SHOW_TRACE = """(function () {
     return response;
   }
 
+  // A step in URLs: one trace's by its place in the index (?step=K), a run's by its name (the merged route's)
+  const stepParam = (k) => CONFIG.run ? t.steps.steps[k].name : String(k);
+
   function windowUrl(k) {
     const frames = t.frames ? '&frames=1' : '';
-    if (t.steps.steps.length) return CONFIG.window + '?step=' + k + frames;
+    if (t.steps.steps.length) return CONFIG.window + '?step=' + encodeURIComponent(stepParam(k)) + frames;
     const span = t.steps.span;  // no ProfilerStep: the whole trace is one window
     return CONFIG.window + '?lo=' + (span.length ? span[0] : 0) + '&end=' + (span.length ? span[1] + 1 : 0) + frames;
   }
@@ -141,7 +151,8 @@ _SHOW_TRACE = """(function () {
     $('prev-step').disabled = !steps.length || k <= 0 || t.state === 'loading';
     $('next-step').disabled = !steps.length || k >= steps.length - 1 || t.state === 'loading';
     $('step-name').textContent = steps.length
-      ? steps[k].name + ' (' + (k + 1) + ' of ' + steps.length + ')' : 'no ProfilerStep: the whole trace';
+      ? steps[k].name + ' (' + (k + 1) + ' of ' + steps.length + (CONFIG.run ? ', ' + t.steps.ranks.length
+        + ' ranks' : '') + ')' : 'no ProfilerStep: the whole trace';
   }
 
   async function load(k) {
@@ -171,7 +182,8 @@ _SHOW_TRACE = """(function () {
     t.loaded = url;
     t.state = 'drawn';
     document.body.dataset.state = 'drawn';
-    if (t.steps.steps.length) history.replaceState(null, '', '?step=' + k + (t.frames ? '&frames=1' : ''));
+    if (t.steps.steps.length)
+      history.replaceState(null, '', '?step=' + encodeURIComponent(stepParam(k)) + (t.frames ? '&frames=1' : ''));
     showControls();
   }
 
@@ -215,13 +227,15 @@ _SHOW_TRACE = """(function () {
     t.frames = asked.get('frames') === '1';
     $('frames').checked = t.frames;
     const steps = t.steps.steps, asked_step = asked.get('step');
-    const k = asked_step === null ? 0 : Number(asked_step);
+    const k = asked_step === null ? 0
+      : CONFIG.run ? steps.findIndex((s) => s.name === asked_step) : Number(asked_step);
     $('prev-step').addEventListener('click', () => go(t.step - 1));
     $('next-step').addEventListener('click', () => go(t.step + 1));
     $('frames').addEventListener('change', (e) => { t.frames = e.target.checked; go(t.step); });
     if (asked_step === '' || !Number.isInteger(k) || k < 0 || k >= Math.max(steps.length, 1)) {
       t.step = 0;
-      timelineFailed('?step=' + asked_step + ' is not a step of ' + CONFIG.name + ': ' + (steps.length
+      timelineFailed(CONFIG.run ? notRunStep(asked_step) : '?step=' + asked_step + ' is not a step of ' + CONFIG.name
+        + ': ' + (steps.length
         ? 'it has ' + steps.length + ' step' + (steps.length > 1 ? 's' : '') + ', ?step=0 (' + steps[0].name
           + ')' + (steps.length > 1 ? ' to ?step=' + (steps.length - 1) + ' (' + steps[steps.length - 1].name + ')'
             : '')
@@ -230,6 +244,14 @@ _SHOW_TRACE = """(function () {
       return;
     }
     go(k);
+  }
+
+  function notRunStep(asked) {
+    const steps = t.steps.steps, n = steps.length;
+    const lacking = t.steps.left_out.find((s) => s.name === asked);
+    return '?step=' + asked + ' is not a step of every rank of ' + CONFIG.name + ': '
+      + (lacking ? 'not on ' + lacking.missing.join(', ') + '; ' : '') + 'they share ' + n + ' step'
+      + (n > 1 ? 's' : '') + ', ?step=' + steps[0].name + (n > 1 ? ' to ?step=' + steps[n - 1].name : '');
   }
 
   document.addEventListener('WebComponentsReady', function () {

@@ -60,7 +60,7 @@ def test_traces_are_listed_newest_first_by_path_relative_to_the_root_then_by_pat
     assert [(t.path, t.mtime) for t in listed] == [("run/r0.pt.trace.json.gz", 300.0),
                                                    ("run/r1.pt.trace.json.gz", 300.0), ("a.json", 100.0),
                                                    ("old/x.pftrace", 50.0)]
-    assert listed[2] == Trace(path="a.json", size=len(CHROME), mtime=100.0)
+    assert listed[2] == Trace(path="a.json", size=len(CHROME), mtime=100.0, kind="chrome")
 
 
 def test_a_file_left_out_does_not_end_the_listing_of_its_folder(root, monkeypatch):

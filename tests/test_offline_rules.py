@@ -32,6 +32,7 @@ from lightx2v.trace_browser.offline import (
     timeline_url,
     timeline_window,
 )
+from lightx2v.trace_files import CHROME, FOREIGN, TENSORBOARD
 
 from conftest import missing_tool
 from helpers.steps_trace import steps_trace
@@ -375,6 +376,23 @@ def test_folders_of_several_json_traces_are_listed_as_runs_and_the_root_reads_do
     # without the Timeline installed, the run's Timeline is greyed as a trace's is, and its Overview stays
     assert ('<td><span class="timeline disabled" title="not installed: see the notice above">Timeline</span> '
             '<a class=run-overview href="/overview/" target=_blank>Overview</a></td>') in runs_section(traces, False)
+
+
+def test_another_tools_trace_opens_in_the_timeline_and_says_it_has_no_overview():
+    assert row_links(Trace("devtools.json", 1, 0.0, FOREIGN), True) == (
+        '<a class=timeline href="/timeline/devtools.json" target=_blank>Timeline</a> <span class=offline-none '
+        'title="its events are not torch.profiler\'s: the Overview reads torch.profiler traces">not torch.profiler'
+        '</span>')
+
+
+def test_a_run_counts_the_ranks_the_summary_reads_not_another_tools_trace_nor_one_beside_tensorboard_ones():
+    # a DevTools recording beside a cut trace: one capture, no run (the list used to say a "2-trace run")
+    assert runs_section([Trace("d/devtools.json", 1, 0.0, FOREIGN), Trace("d/cut.pt.trace.json", 1, 0.0,
+                                                                            TENSORBOARD)]) == ""
+    section = runs_section([Trace("r/rank0.pt.trace.json", 1, 0.0, TENSORBOARD),
+                            Trace("r/rank1.pt.trace.json.gz", 1, 0.0, TENSORBOARD),
+                            Trace("r/other.json", 1, 0.0, CHROME), Trace("r/devtools.json", 1, 0.0, FOREIGN)])
+    assert '<td class=path>r/</td><td class=num>2</td>' in section  # the TensorBoard-named ranks, as the summary
 
 
 def test_no_folder_of_several_json_traces_lists_no_runs():

@@ -169,3 +169,22 @@ def test_port_in_use_is_a_clear_error(tmp_path):
                                  "--port", str(port), "--host", "127.0.0.1"], env=subprocess_env(),
                                 capture_output=True, text=True, timeout=60)
     assert result.returncode == 1 and f"127.0.0.1:{port}" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_another_tools_trace_is_listed_for_its_timeline_and_perfetto_and_has_no_overview(tmp_path):
+    """A Chrome DevTools recording: opened as any Chrome trace, never summarized as if torch.profiler wrote it."""
+    from test_trace_summary_files import DEVTOOLS
+
+    from helpers.procs import trace_browser
+
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "devtools.json").write_bytes(DEVTOOLS)
+    (tmp_path / "run" / "cut.pt.trace.json").write_text('{"schemaVersion": 1, "traceEvents": [')
+    with trace_browser(tmp_path) as (_, port):
+        page = http_get(f"http://127.0.0.1:{port}/")[2].decode()
+        status, _, body = http_get(f"http://127.0.0.1:{port}/overview/run/devtools.json")
+        timeline = http_get(f"http://127.0.0.1:{port}/api/timeline/index/run/devtools.json")[0]
+    assert ">not torch.profiler</span>" in page and 'href="/overview/run/devtools.json"' not in page
+    assert "Runs with several traces" not in page  # the DevTools file and the cut trace are no 2-trace run
+    assert status == 422 and b"not written by torch.profiler" in body
+    assert timeline == 200

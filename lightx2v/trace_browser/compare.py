@@ -19,9 +19,8 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lightx2v.trace_browser.files import Trace, shown
+from lightx2v.trace_browser.files import Trace, shown, summarized
 from lightx2v.trace_browser.flame import FLAME_STYLE, diff_flame_section
-from lightx2v.trace_files import is_json_trace_name
 from lightx2v.trace_summary.diff import ADDED, REMOVED, Delta, RankDiff, RunDiff, pair_label
 from lightx2v.trace_summary.model import RankSummary, RunSummary
 from lightx2v.trace_summary.noise import REAL
@@ -63,7 +62,7 @@ def run_folders(traces: Sequence[Trace]) -> list[str]:
     """Folders (relative, "" for the root) holding at least one JSON trace, newest capture first."""
     newest: dict[str, float] = {}
     for t in traces:
-        if is_json_trace_name(t.path):
+        if summarized(t):
             folder = posixpath.dirname(t.path)
             newest[folder] = max(newest.get(folder, 0.0), t.mtime)
     return sorted(newest, key=lambda f: (-newest[f], f))
@@ -86,7 +85,7 @@ def previous_runs(traces: Sequence[Trace]) -> dict[str, str]:
 def choices(traces: Sequence[Trace]) -> list[Side]:
     """What the form offers: every run folder (newest first), then every JSON trace file."""
     sides = [Side(f + "/" if f else "", f"run {f or '.'}/") for f in run_folders(traces)]
-    return sides + [Side(t.path, t.path) for t in traces if is_json_trace_name(t.path)]
+    return sides + [Side(t.path, t.path) for t in traces if summarized(t)]
 
 
 def compare_url(base: str, new: str) -> str:
@@ -97,7 +96,7 @@ def compare_url(base: str, new: str) -> str:
 def previous_link(trace: Trace, previous: dict[str, str]) -> str:
     """The trace list's "compare with previous run" link of one row ("" when its run has no previous one)."""
     folder = posixpath.dirname(trace.path)
-    if folder not in previous or not is_json_trace_name(trace.path):
+    if folder not in previous or not summarized(trace):
         return ""
     label = run_label(folder) or ""
     href = compare_url(previous[folder] + "/", folder + "/")

@@ -18,7 +18,17 @@ import stat
 import urllib.parse
 from dataclasses import dataclass
 
-from lightx2v.trace_files import JSON_KINDS, TRACE_SUFFIXES, classify, is_json_trace_name, run_members
+from lightx2v.trace_files import (
+    CHROME,
+    FOREIGN,
+    JSON_KINDS,
+    TENSORBOARD,
+    TRACE_SUFFIXES,
+    classify,
+    is_json_trace_name,
+    is_tensorboard_name,
+    run_members,
+)
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -47,6 +57,20 @@ class Trace:
     path: str  # relative to the root, with "/" separators
     size: int
     mtime: float
+    kind: str = ""  # trace_files' kind (list_traces sets it); "" when not classified: the name decides
+
+
+def summarized(trace: Trace) -> bool:
+    """Whether the summary reads this trace (its Overview, a run's rank, a side to compare): JSON, and not a trace
+    another tool wrote (``FOREIGN``: the Timeline and Perfetto open it, nothing counts it as a capture)."""
+    return is_json_trace_name(trace.path) and trace.kind != FOREIGN
+
+
+def run_size(traces: list[Trace]) -> int:
+    """How many of one folder's traces are its run's ranks, by the summary's own rule (``run_members``)."""
+    kinds = [(t.path, TENSORBOARD if is_tensorboard_name(t.path.rsplit("/", 1)[-1]) else CHROME)
+             for t in traces if summarized(t)]
+    return len(run_members(kinds))
 
 
 def _inside(real: str, root_real: str) -> bool:
@@ -71,10 +95,11 @@ def list_traces(root: str) -> list[Trace]:
                 st = os.stat(real)
             except OSError:
                 continue
-            if not stat.S_ISREG(st.st_mode) or classify(real, name).kind is None:
+            kind = classify(real, name).kind if stat.S_ISREG(st.st_mode) else None
+            if kind is None:
                 continue
             rel = os.path.relpath(full, root_real).replace(os.sep, "/")
-            found.append(Trace(rel, st.st_size, st.st_mtime))
+            found.append(Trace(rel, st.st_size, st.st_mtime, kind))
     found.sort(key=lambda t: (-t.mtime, t.path))
     return found
 

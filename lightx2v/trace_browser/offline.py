@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from lightx2v.trace_browser import compare, files, merged, overview, timeline, window
 from lightx2v.trace_browser.files import Refused, Trace, is_json_trace, list_traces, resolve, resolve_run
+from lightx2v.trace_files import FOREIGN, FOREIGN_REASON, classify
 from lightx2v.trace_summary.diff import compare_runs
 from lightx2v.trace_summary.discover import RunFiles
 from lightx2v.trace_summary.errors import TraceError
@@ -196,11 +197,13 @@ def _run_files(root: str, rel: str, view: str) -> RunFiles:
     """What a URL path names (percent-encoded, relative): a run folder (ends with "/"; "" is the root) or one JSON
     trace. Refused as `resolve` / `resolve_run` refuse; `view` names the page in the non-JSON refusal."""
     if rel == "" or rel.endswith("/"):
-        real_dir, files = resolve_run(root, rel)
-        return RunFiles(os.path.basename(real_dir) or real_dir, real_dir, files)
+        real_dir, members = resolve_run(root, rel)
+        return RunFiles(os.path.basename(real_dir) or real_dir, real_dir, members)
     real = resolve(root, rel)
     if not is_json_trace(real):
         raise Refused(404, f"the {view} reads JSON traces; open this one in Perfetto")
+    if classify(real, files.url_unquote(rel).rsplit("/", 1)[-1]).kind == FOREIGN:  # the name it is asked by
+        raise Refused(422, f"{FOREIGN_REASON}: no {view} of it")
     return RunFiles(os.path.basename(real), os.path.dirname(real), [real])
 
 
@@ -370,6 +373,9 @@ def row_links(trace: Trace, timeline_ready: bool) -> str:
         tl = f'<a class=timeline href="{html.escape(timeline_url(trace.path))}" target=_blank>Timeline</a>'
     else:
         tl = "<span class=\"timeline disabled\" title=\"not installed: see the notice above\">Timeline</span>"
+    if not files.summarized(trace):  # another tool's trace: viewable, no summary
+        return tl + (' <span class=offline-none title="its events are not torch.profiler\'s: the Overview reads '
+                     'torch.profiler traces">not torch.profiler</span>')
     return tl + f' <a class=overview href="{html.escape(overview_url(trace.path))}" target=_blank>Overview</a>'
 
 
@@ -378,9 +384,8 @@ def runs_section(traces: Sequence[Trace], timeline_ready: bool = True) -> str:
     its Timeline (every rank on one clock; greyed when the Timeline is not installed)."""
     by_dir: dict[str, list[Trace]] = {}
     for t in traces:
-        if is_json_trace(t.path):
-            by_dir.setdefault(posixpath.dirname(t.path), []).append(t)
-    runs = [(d, ts) for d, ts in by_dir.items() if len(ts) > 1]
+        by_dir.setdefault(posixpath.dirname(t.path), []).append(t)
+    runs = [(d, n) for d, ts in by_dir.items() if (n := files.run_size(ts)) > 1]  # the ranks the summary reads
     if not runs:
         return ""
 
@@ -390,10 +395,10 @@ def runs_section(traces: Sequence[Trace], timeline_ready: bool = True) -> str:
         return f'<a class=run-timeline href="{html.escape(run_timeline_url(d))}" target=_blank>Timeline</a> '
 
     rows = "".join(
-        f"<tr><td class=path>{html.escape(files.shown(d or '.'))}/</td><td class=num>{len(ts)}</td>"
+        f"<tr><td class=path>{html.escape(files.shown(d or '.'))}/</td><td class=num>{n}</td>"
         f'<td>{timeline_link(d)}<a class=run-overview href="{html.escape(run_overview_url(d))}" target=_blank>'
         "Overview</a></td></tr>"
-        for d, ts in runs)
+        for d, n in runs)
     return ("<h2>Runs with several traces</h2><p>The Overview of a run compares its ranks and names the straggler; "
             "its Timeline shows every rank on one clock, a step at a time.</p><table id=runs><thead><tr>"
             "<th>Run folder</th><th>Traces</th><th></th></tr></thead>"

@@ -32,6 +32,7 @@ from .render_comm import rank_comm_lines, run_comm_lines
 from .render_efficiency import efficiency_lines
 from .render_frames import frames_lines, tree_lines
 from .steps import IDLE_FLAG_RATIO, cause_times, idle_advice
+from .units import format_bytes, format_signed_bytes
 
 MAX_STEP_ROWS = 12
 CUDA_API_NOTE = "as TensorBoard's, without the CUDA API calls the op made itself"
@@ -358,21 +359,3 @@ def _p(pct: float | None) -> str:
 
 def _opt(value: object) -> str:
     return "-" if value is None else str(value)
-
-
-def format_signed_bytes(n: int) -> str:
-    """A change in bytes: ``+65.5 KB``, ``-5.0 MB``, ``0 B`` (format_bytes scales only sizes, not negatives)."""
-    return ("+" if n > 0 else "-" if n < 0 else "") + format_bytes(abs(n))
-
-
-def format_bytes(n: int | None, missing: str = "-") -> str:
-    """`1234567` -> `"1.2 MB"` (decimal units, the stack's one byte unit: the summary, the trace list and the HTML
-    Overview all print sizes with it); `missing` for None."""
-    if n is None:
-        return missing
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1000 or unit == "GB":
-            return f"{n} B" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-    return f"{size:.1f} GB"

@@ -9,6 +9,7 @@ from typing import TypeVar
 
 from .comm_waits import LATE_MIN_US, LATE_SHARE
 from .model import CommStep, RankComm, RunComm, StepWaits
+from .units import format_bytes
 
 MAX_STEP_ROWS = 12  # as the summary's step tables: past it the first steps and the last two
 T = TypeVar("T")
@@ -31,17 +32,6 @@ def _rows(items: Sequence[T], row: Callable[[T], str]) -> list[str]:
         return [row(x) for x in items]
     return [*map(row, items[:MAX_STEP_ROWS - 2]), f"  ... {len(items) - MAX_STEP_ROWS} more steps ...",
             *map(row, items[-2:])]
-
-
-def _size(nbytes: int | None) -> str:
-    if nbytes is None:
-        return "-"
-    size = float(nbytes)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1000 or unit == "GB":
-            return f"{nbytes} B" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-    return f"{size:.1f} GB"
 
 
 def rank_comm_lines(c: RankComm | None) -> list[str]:
@@ -104,7 +94,7 @@ def run_comm_lines(c: RunComm | None) -> list[str]:
             busbw = "-" if t.busbw_gbps is None else f"{t.busbw_gbps:.2f}"
             group = f" (group {t.group})" if t.group else ""
             lines.append(f"  {_ms(t.exposed_us):>10} {_ms(t.wait_us):>8} {_ms(t.transfer_us):>8} {t.instances:>5} "
-                         f"{_size(t.bytes):>9} {busbw:>10} {_pct(t.link_pct):>6} {_ms(t.could_win_us):>7}  "
+                         f"{format_bytes(t.bytes):>9} {busbw:>10} {_pct(t.link_pct):>6} {_ms(t.could_win_us):>7}  "
                          f"{t.kind}{group}" + (f" at {t.site}" if t.site else ""))
         link = next((t for t in c.top if t.link), None)
         if link is not None:

@@ -163,10 +163,27 @@ class Server:
         self._reader.join(5)
 
 
+class ServerExited(RuntimeError):
+    """The process a test waits on ended before the condition held: no point in waiting on."""
+
+
 def wait_for(server: Server, predicate, timeout: float, what: str, interval: float = 0.5):
-    """wait_until, and on a timeout the server's last output in the message (what it was doing instead)."""
+    """wait_until, with the server's last output in the message on a timeout; and no waiting on a server that has
+    exited (its condition can only hold already): ServerExited at once."""
+    def check():
+        if server.proc.poll() is None:
+            return predicate()
+        try:
+            value = predicate()
+        except Exception:  # a server that is gone answers nothing: said below
+            value = None
+        if value:
+            return value
+        raise ServerExited(f"{server.args[0]} exited (status {server.proc.returncode}) before {what}\n"
+                           f"--- its last output:\n{server.output()[-3000:]}")
+
     try:
-        return wait_until(predicate, timeout, interval=interval, what=what)
+        return wait_until(check, timeout, interval=interval, what=what)
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n--- the last of {server.args[0]}'s output:\n{server.output()[-3000:]}") from None
 

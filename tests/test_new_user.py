@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -46,7 +47,11 @@ def test_the_first_block_on_a_fresh_clone_in_a_fresh_venv(tmp_path):
     env = {name: value for name, value in os.environ.items()
            if not name.startswith(("LIGHTX2V_", "PYTHON", "VIRTUAL_ENV")) and name not in (
                "TENSORBOARD_PORT", "TRACE_BROWSER_PORT")}
-    env.update(PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}", VIRTUAL_ENV=str(venv),
+    # and no other environment's commands: this machine may have the project installed elsewhere (a `lightx2v-serve`
+    # on PATH), which a new user's does not
+    path = [str(venv / "bin"), *(folder for folder in os.environ["PATH"].split(os.pathsep)
+                                 if folder and not any(Path(folder).glob("lightx2v-*")))]
+    env.update(PATH=os.pathsep.join(path), VIRTUAL_ENV=str(venv),
                TENSORBOARD_PORT=str(tb), TRACE_BROWSER_PORT=str(browser))
     script = tmp_path / "pasted.sh"
     script.write_text("set -e\n" + "\n".join(pasted) + "\n")
@@ -63,6 +68,8 @@ def test_the_first_block_on_a_fresh_clone_in_a_fresh_venv(tmp_path):
         print(f"new user: TensorBoard answered {answered:.1f} s after the paste, the first run listed "
               f"{time.monotonic() - started:.1f} s after it ({listed[0]})")
         assert "Traceback" not in shell.output(), shell.output()[-3000:]
+        # the clone's own stack is what serves (the venv's install of it), no other copy of the project
+        assert f"serve: starting supervisord with {clone / 'docker' / 'supervisord.conf'}" in shell.output()
 
         # Ctrl-C: SIGINT to the terminal's foreground process group (bash and the serve it runs)
         os.killpg(shell.pid, signal.SIGINT)

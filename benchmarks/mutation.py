@@ -142,7 +142,7 @@ FAST_TESTS: dict[str, list[str]] = {
 }
 
 # module -> the only functions mutated in it, by mutmut's names for them (``x_name``; a method: ``xǁClassǁmethod``),
-# for a module too large to mutate whole here: its score is then the score of those functions (the README says so).
+# for a module too large to mutate whole here: its score is then the score of those functions (see docs/development.md).
 ONLY_FUNCTIONS: dict[str, list[str]] = {
     # the drop-in (1,870 lines, ~2,350 mutants): what runs in-process without a capture (switches, config checks,
     # call sites, file names and moves, the export's file handling and progress line on a stand-in profiler, a

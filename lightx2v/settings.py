@@ -6,7 +6,7 @@ The stack's programs (``serve``, ``tensorboard``, ``trace_browser``, ``capture``
 traceback. Each ``Setting`` says which programs read it (``read_by``), which drives that check, the settings part of
 each program's ``--help`` (``help_text``) and the tests that try a bad value of every variable in every program.
 
-Scopes: ``user`` settings are listed in the README's "Settings (environment variables)" table (and its Chinese
+Scopes: ``user`` settings are listed in docs/settings.md's "Settings (environment variables)" table (and its Chinese
 twin), a test keeps both equal to this registry. ``internal`` ones are passed between our own programs
 (``docker/supervisord.conf``, ``lightx2v.serve``, the Dockerfile's ``ENV``) and documented next to the
 supervisord programs (docs/tensorboard.md); ``compose`` ones are the shell variables ``compose.yaml`` reads
@@ -337,7 +337,7 @@ def usage_error(program: str, message: str) -> NoReturn:
 def help_text(program: str) -> str:
     """The environment part of a program's --help: each user setting it reads, its default and what it does."""
     own = [s for s in SETTINGS.values() if program in s.read_by and s.scope == USER]
-    lines = ["environment (each flag's default comes from its variable; README: Settings):"]
+    lines = ["environment (each flag's default comes from its variable; docs/settings.md):"]
     width = max(len(s.name) for s in own) if own else 0
     for s in own:
         lines.append(f"  {s.name:<{width}}  {s.doc} (default: {s.shown_default})")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the test suite drives for real: the project with its serving stack and test tools (pip), the
 # offline views' browser files (npm, by package name), and headless Chromium plus a Docker engine with
-# debootstrap, and rsync (the multi-node gather command; Debian/Ubuntu packages, needs root).
+# debootstrap, rsync (the multi-node gather command) and ssh (the README's port-forward line, read by `ssh -G`)
+# (Debian/Ubuntu packages, needs root).
 # The Python packages' versions are pinned in scripts/test-constraints.txt. Idempotent; safe to re-run. Torch
 # itself is not installed here: bring your own build (CPU or CUDA). The Docker tests make their stand-in base with
 # a wheel of that same torch version, which they fetch themselves with `pip download` through this machine's pip
@@ -9,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-apt_packages=(chromium chromium-driver docker.io debootstrap iptables rsync)
+apt_packages=(chromium chromium-driver docker.io debootstrap iptables rsync openssh-client)
 missing=()
 for pkg in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -151,7 +151,7 @@ def test_help_shows_the_usage_the_docstring_the_options_and_the_settings(capsys,
                  "--job JOB_ID arm only this multi-rank job, by the id the list shows",
                  "--wait SECONDS wait up to SECONDS for the capture",
                  "--json list: print the status files as JSON",
-                 "environment (each flag's default comes from its variable; README: Settings): "
+                 "environment (each flag's default comes from its variable; docs/settings.md): "
                  "LIGHTX2V_TORCH_PROFILE_DIR the TensorBoard logdir"):
         assert line in text, line
     assert "\n  LIGHTX2V_TORCH_PROFILE_DIR  the TensorBoard logdir" in out  # as written: not re-wrapped

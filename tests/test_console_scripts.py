@@ -1,5 +1,5 @@
-"""The commands the README names outside Docker exist once the project is installed (`pip install -e .`), under
-the names the image gives them, and each answers --help."""
+"""The commands the docs name (README.md and docs/, both languages) exist once the project is installed (`pip install
+-e .`) or in the image, under the names the image gives them, and each answers --help."""
 
 from __future__ import annotations
 
@@ -25,10 +25,17 @@ def test_the_installed_commands_are_the_images_under_the_same_names():
     assert set(SCRIPTS) - OUTSIDE_DOCKER_ONLY == image_commands() - IMAGE_ONLY
 
 
-def test_every_command_the_readme_names_outside_docker_is_installed_or_image_only():
-    named = set(re.findall(r"\blightx2v-(?:install-profiler|tensorboard|trace-browser|trace-summary|capture|assets|"
-                           r"serve|demo|stack-python|supervisorctl)\b", (REPO_ROOT / "README.md").read_text()))
-    assert named <= set(SCRIPTS) | IMAGE_ONLY
+DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").rglob("*.md"))]
+
+
+def test_every_command_the_docs_name_is_installed_or_image_only():
+    """Any `lightx2v-<name>` a doc writes as a command (not a path, an image or a project name: `lightx2v-assets
+    install`, not `lightx2v-profiling`) is one pip installs or the image's own."""
+    named = {name for doc in DOCS
+             for name in re.findall(r"(?<![\w/.-])(lightx2v-[a-z]+(?:-[a-z]+)*)(?![\w/.:-])", doc.read_text())}
+    # the image's folder and tag, a Compose project name, the profiler's watcher thread
+    known_names = {"lightx2v-profiling", "lightx2v-alice", "lightx2v-capture-watcher"}
+    assert named - known_names <= set(SCRIPTS) | IMAGE_ONLY
 
 
 @pytest.mark.slow

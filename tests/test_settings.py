@@ -83,27 +83,27 @@ def test_capture_reads_the_drop_in_s_variable_name():
 
 
 # ----------------------------------------------------------------------------------------------- the docs agree
-def table_names(doc: Path, heading: str) -> dict[str, str]:
-    """{variable: its row} of the table under ``heading`` (up to the next heading of the same or a higher level)."""
+def table_names(doc: Path) -> dict[str, str]:
+    """{variable: its row} of the page's settings table (the one whose header starts `variable | default`, or
+    `变量 | 默认值`: found by its header, so the page's heading may say it either way)."""
+    assert doc.is_file(), f"{doc.name}: no such page (the settings table lives there)"
     lines = doc.read_text().splitlines()
-    (start,) = [i for i, line in enumerate(lines) if re.fullmatch(r"#+\s+" + re.escape(heading) + r"\s*", line)]
-    level = len(lines[start]) - len(lines[start].lstrip("#"))
+    header = re.compile(r"\|\s*(variable|变量)\s*\|\s*(default|默认值)\s*\|")
+    (start,) = [i for i, line in enumerate(lines) if header.match(line)]
     rows: dict[str, str] = {}
-    for line in lines[start + 1:]:
-        if re.match(r"#{1,%d}\s" % level, line):
+    for line in lines[start + 2:]:  # after the header and its |---| line
+        if not line.startswith("|"):
             break
-        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else []
-        names = re.findall(r"`([A-Z][A-Z0-9_]+)`", cells[0]) if cells else []
-        for name in names:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        for name in re.findall(r"`([A-Z][A-Z0-9_]+)`", cells[0]):
             assert name not in rows, f"{doc.name}: {name} listed twice"
             rows[name] = line
     return rows
 
 
-@pytest.mark.parametrize("doc,heading", [("README.md", "Settings (environment variables)"),
-                                         ("docs/zh/README.md", "设置（环境变量）")])
-def test_the_settings_tables_list_every_user_setting_and_no_other(doc, heading):
-    rows = table_names(REPO_ROOT / doc, heading)
+@pytest.mark.parametrize("doc", ["docs/settings.md", "docs/zh/settings.md"])
+def test_the_settings_tables_list_every_user_setting_and_no_other(doc):
+    rows = table_names(REPO_ROOT / doc)
     user = {name for name, s in SETTINGS.items() if s.scope == USER}
     assert set(rows) - user == set(), f"{doc} lists variables the registry does not declare as user settings"
     assert user - set(rows) == set(), f"{doc} misses user settings"

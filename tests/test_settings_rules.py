@@ -150,14 +150,14 @@ def test_a_bad_value_exits_2_with_one_line_naming_the_program_and_the_variable(c
 def test_the_help_lists_the_programs_own_user_settings_with_defaults():
     text = settings.help_text("capture")
     assert text.splitlines() == [
-        "environment (each flag's default comes from its variable; README: Settings):",
+        "environment (each flag's default comes from its variable; docs/settings.md):",
         "  LIGHTX2V_TORCH_PROFILE_DIR  the TensorBoard logdir captures land in (replaces tb_dir); the viewers watch it "
         "too (default: save_results/torch_profile)",
         "  LIGHTX2V_RESULTS_DIR        the folder the trace browser lists (captures, chrome traces, the demo's "
         "outputs) (default: save_results)",
     ]
-    assert settings.help_text("nobody") == "environment (each flag's default comes from its variable; README: " \
-                                           "Settings):"
+    assert settings.help_text("nobody") == "environment (each flag's default comes from its variable; " \
+                                           "docs/settings.md):"
 
 
 def test_a_default_is_shown_in_words_unset_or_as_its_value():

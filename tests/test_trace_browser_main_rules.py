@@ -182,7 +182,7 @@ def test_help_says_what_each_option_does_and_lists_the_environment_it_reads(caps
     assert "\n`python -m lightx2v.trace_browser`: list captured traces; open them in Perfetto or in the offline " \
            "views.\n\nDefaults come from the environment: root $LIGHTX2V_RESULTS_DIR (else save_results under the " \
            "working\ndirectory), port" in out  # the docstring as written (its line breaks kept)
-    assert "\n\n" + OPTIONS + "\nenvironment (each flag's default comes from its variable; README: Settings):\n" in out
+    assert "\n\n" + OPTIONS + "\nenvironment (each flag's default comes from its variable; docs/settings.md):\n" in out
     assert "\n  TRACE_BROWSER_PORT          the trace browser's port" in out
 
 

@@ -1068,7 +1068,7 @@ def _sigterm_held() -> Iterator[None]:
 
     Only where SIGTERM has its default action (a handler of the caller's own runs as Python runs it, between the
     export's steps, and the blocks' ``finally`` clean up), and only in the main thread, the one thread that may set
-    a handler: a capture in another thread is not held (README: "No partial files"). Never raises on its own
+    a handler: a capture in another thread is not held (docs/profile.md: "No partial files"). Never raises on its own
     account."""
     received: list[int] = []
     held = False

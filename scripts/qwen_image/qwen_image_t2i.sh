@@ -1,7 +1,7 @@
 #!/bin/bash
 # Embedded Qwen-Image-style text-to-image, one process, profiled at infer_main (synthetic weights).
 # Extra arguments go to lightx2v.infer, e.g.:  PRESET=small scripts/qwen_image/qwen_image_t2i.sh --with_stack
-# (--attention math for the before/after pair: README "Compare two captures";
+# (--attention math for the before/after pair: docs/compare.md;
 #  --profile_memory [--memory_snapshot] for where the memory goes: docs/memory.md)
 set -euo pipefail
 

@@ -107,28 +107,40 @@ def is_local(target: str) -> bool:
     return not (_SCHEME.match(target) or target.startswith("//"))
 
 
+def _tables_of(toks) -> list[list[list[str]]]:
+    """The tables among these block tokens, each as rows of cell texts, its header row first."""
+    found: list[list[list[str]]] = []
+    row: list[str] | None = None
+    for tok in toks:
+        if tok.type == "table_open":
+            found.append([])
+        elif tok.type == "tr_open":
+            row = []
+        elif tok.type == "tr_close" and row is not None:
+            found[-1].append(row)
+            row = None
+        elif tok.type == "inline" and row is not None:
+            row.append(tok.content)
+    return found
+
+
+def tables(path: Path) -> list[list[list[str]]]:
+    """Every table of the file, each as rows of cell texts, its header row first."""
+    return _tables_of(tokens(path))
+
+
 def tables_under(path: Path, heading: str) -> list[list[list[str]]]:
     """The tables between the heading with this exact text and the next heading of the same or a higher level;
     each table as rows of cell texts, its header row first."""
     toks = tokens(path)
-    tables: list[list[list[str]]] = []
     level: int | None = None
-    row: list[str] | None = None
+    start = end = len(toks)
     for i, tok in enumerate(toks):
-        if tok.type == "heading_open":
-            if level is not None and int(tok.tag[1:]) <= level:
-                break
-            if level is None and _inline_text(toks[i + 1]) == heading:
-                level = int(tok.tag[1:])
-        elif level is None:
+        if tok.type != "heading_open":
             continue
-        elif tok.type == "table_open":
-            tables.append([])
-        elif tok.type == "tr_open":
-            row = []
-        elif tok.type == "tr_close" and row is not None:
-            tables[-1].append(row)
-            row = None
-        elif tok.type == "inline" and row is not None:
-            row.append(tok.content)
-    return tables
+        if level is not None and int(tok.tag[1:]) <= level:
+            end = i
+            break
+        if level is None and _inline_text(toks[i + 1]) == heading:
+            level, start = int(tok.tag[1:]), i
+    return _tables_of(toks[start:end])

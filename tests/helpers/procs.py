@@ -126,9 +126,12 @@ def process_group(pgid: int) -> set[int]:
 class Server:
     """A real child process (own session) whose combined output is collected line by line."""
 
-    def __init__(self, args: list[str], cwd: str | os.PathLike | None = None, **env: str):
+    def __init__(self, args: list[str], cwd: str | os.PathLike | None = None, environ: dict[str, str] | None = None,
+                 **env: str):
+        """`environ`: the child's whole environment, instead of the tests' own (subprocess_env) plus `env`."""
         self.args = args
-        self.proc = subprocess.Popen(args, cwd=cwd, env=subprocess_env(**env), stdout=subprocess.PIPE,
+        child_env = {**environ, **env} if environ is not None else subprocess_env(**env)
+        self.proc = subprocess.Popen(args, cwd=cwd, env=child_env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True, errors="replace",
                                      start_new_session=True)
         self.lines: list[str] = []
@@ -158,6 +161,31 @@ class Server:
         for pid in process_group(self.proc.pid):
             os.kill(pid, signal.SIGKILL)
         self._reader.join(5)
+
+
+class ServerExited(RuntimeError):
+    """The process a test waits on ended before the condition held: no point in waiting on."""
+
+
+def wait_for(server: Server, predicate, timeout: float, what: str, interval: float = 0.5):
+    """wait_until, with the server's last output in the message on a timeout; and no waiting on a server that has
+    exited (its condition can only hold already): ServerExited at once."""
+    def check():
+        if server.proc.poll() is None:
+            return predicate()
+        try:
+            value = predicate()
+        except Exception:  # a server that is gone answers nothing: said below
+            value = None
+        if value:
+            return value
+        raise ServerExited(f"{server.args[0]} exited (status {server.proc.returncode}) before {what}\n"
+                           f"--- its last output:\n{server.output()[-3000:]}")
+
+    try:
+        return wait_until(check, timeout, interval=interval, what=what)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n--- the last of {server.args[0]}'s output:\n{server.output()[-3000:]}") from None
 
 
 def supervisor_stop_bound(conf: Path, margin: float = 30.0) -> float:

@@ -13,6 +13,7 @@ from helpers.markdown import anchors, github_slug, headings, is_local, links, ta
 
 README = REPO_ROOT / "README.md"
 ZH_README = REPO_ROOT / "docs" / "zh" / "README.md"
+ZH_SETTINGS = REPO_ROOT / "docs" / "zh" / "settings.md"
 DOCS = sorted([README, *(REPO_ROOT / "docs").rglob("*.md")])
 
 
@@ -86,21 +87,37 @@ def _first_code_block(path: Path) -> str:
     return next(tok.content for tok in tokens(path) if tok.type == "fence")
 
 
-def test_readme_test_command_is_the_one_ci_runs():
-    ci_lines = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-    marker = ci_lines.index("# README: the test command")
-    ci_command = ci_lines[marker + 1].strip()
-    for doc in (README, ZH_README):
-        fresh_machine = [line.strip() for line in _first_code_block(doc).splitlines()]
-        assert ci_command in fresh_machine, f"{_name(doc)}: its first code block lacks CI's `{ci_command}`"
-        assert len([line for line in fresh_machine if line and not line.startswith("#")]) == 2, (
-            f"{_name(doc)}: two commands on a fresh machine (the main job, the tests)")
+def _ci_run() -> list[str]:
+    return (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+
+
+def _ci_torch() -> str:
+    """The torch that CI installs first (`python3 -m pip install -q torch==X`), as a front page names it."""
+    (pin,) = {word for line in _ci_run() if line.startswith("python3 -m pip install")
+              for word in line.split() if word.startswith("torch==")}
+    return f"python3 -m pip install {pin}"
+
+
+@pytest.mark.parametrize(("doc", "main_job"), [
+    (README, ["pip install -e '.[serve]' && python -m lightx2v.serve"]),
+    # torch alone first (its CPU build where pip was told where to find it: the sentence above the block)
+    (ZH_README, [_ci_torch(), "python3 -m pip install -e '.[serve]' && lightx2v-serve"]),
+], ids=["en", "zh"])
+def test_readme_test_command_is_the_one_ci_runs(doc, main_job):
+    """A front page's first code block is a fresh machine's path, command by command: the main job, then the
+    tests exactly as CI runs them (a comment after a command is not part of it)."""
+    ci_lines = _ci_run()
+    ci_command = ci_lines[ci_lines.index("# README: the test command") + 1].strip()
+    fresh_machine = [line.split("  #")[0].strip() for line in _first_code_block(doc).splitlines()]
+    commands = [line for line in fresh_machine if line and not line.startswith("#")]
+    assert ci_command in commands, f"{_name(doc)}: its first code block lacks CI's `{ci_command}`"
+    assert commands == [*main_job, ci_command], f"{_name(doc)}: the commands on a fresh machine"
 
 
 @pytest.mark.parametrize(("doc", "sections"), [
     (README, ["Your own LightX2V", "Remote SSH", "Viewing", "Troubleshooting", "Settings (environment variables)",
               "Benchmarks"]),
-    (ZH_README, ["用你自己的 LightX2V", "远程 SSH", "查看 trace", "常见问题", "设置（环境变量）", "基准测试"]),
+    (ZH_README, ["端口", "用你自己的 LightX2V", "按任务查找"]),
 ], ids=["en", "zh"])
 def test_readme_sections_in_order(doc, sections):
     titles = [text for level, text in headings(doc) if level == 2]
@@ -123,7 +140,7 @@ def _settings_variables(doc: Path, heading: str) -> list[str]:
 
 def test_both_languages_list_the_same_settings():
     english = _settings_variables(README, "Settings (environment variables)")
-    chinese = _settings_variables(ZH_README, "设置（环境变量）")
+    chinese = _settings_variables(ZH_SETTINGS, "设置（环境变量）")
     assert english == chinese
     assert len(set(english)) == len(english), "each variable once"
 

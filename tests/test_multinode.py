@@ -30,7 +30,7 @@ pytestmark = pytest.mark.torchrun
 
 PROGRAM = REPO_ROOT / "tests" / "programs" / "distributed_capture.py"
 ARMS_PROGRAM = REPO_ROOT / "tests" / "programs" / "distributed_arms.py"  # runs until CONTROL/stop; call#<i> labels
-DOCS = [REPO_ROOT / "docs" / "torchrun.md", REPO_ROOT / "README.md", REPO_ROOT / "docs" / "zh" / "README.md"]
+DOCS = [REPO_ROOT / "docs" / "torchrun.md", REPO_ROOT / "README.md", REPO_ROOT / "docs" / "zh" / "torchrun.md"]
 HOSTS = ("nodeA", "nodeB")
 TB_DIR = Path("save_results") / "torch_profile"  # the default, as LightX2V's scripts leave it
 # The nodes' local times differ by 8 hours, so a run directory named by a node's own clock would differ by node

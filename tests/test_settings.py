@@ -101,7 +101,7 @@ def table_names(doc: Path, heading: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("doc,heading", [("README.md", "Settings (environment variables)"),
-                                         ("docs/zh/README.md", "设置（环境变量）")])
+                                         ("docs/zh/settings.md", "设置（环境变量）")])
 def test_the_settings_tables_list_every_user_setting_and_no_other(doc, heading):
     rows = table_names(REPO_ROOT / doc, heading)
     user = {name for name, s in SETTINGS.items() if s.scope == USER}

@@ -81,6 +81,31 @@ def test_every_local_link_and_anchor_exists(doc):
     assert _broken_links(doc) == []
 
 
+ZH_PAGES = sorted((REPO_ROOT / "docs" / "zh").glob("*.md"))
+
+
+def test_every_english_page_has_its_chinese_page():
+    english = {page.name for page in (REPO_ROOT / "docs").glob("*.md")}
+    chinese = {page.name for page in ZH_PAGES}
+    assert english - chinese == set(), "docs/zh/<name>.md for every docs/<name>.md, under the same name"
+
+
+@pytest.mark.parametrize("doc", [page for page in ZH_PAGES if page != ZH_README], ids=_name)
+def test_each_chinese_page_links_its_english_page_first(doc):
+    assert links(doc)[0].target == f"../{doc.name}", f"{_name(doc)}: its first link is its English page"
+
+
+@pytest.mark.parametrize("doc", ZH_PAGES, ids=_name)
+def test_chinese_pages_link_english_pages_whole(doc):
+    """An English page's sections move (the English docs are restructured on their own), so the Chinese guide links
+    an English page, never a heading in it; anchors within the Chinese pages are checked like every other."""
+    zh = doc.parent.resolve()
+    into_english = [f"{_name(doc)}:{link.line}: {link.target}" for link in links(doc)
+                    if is_local(link.target) and "#" in link.target and link.target.split("#")[0].endswith(".md")
+                    and (doc.parent / link.target.split("#")[0]).resolve().parent != zh]
+    assert into_english == []
+
+
 def test_broken_links_are_reported_with_the_reason(tmp_path):
     (tmp_path / "other.md").write_text("# 多人共用一台机器 (shared)\n", encoding="utf-8")
     doc = tmp_path / "doc.md"

@@ -26,8 +26,8 @@ Modules, one idea each, in the order data flows:
 - two runs: ``diff`` with ``noise`` (change or noise, from the steps' own spread), ``efficiency_diff``,
   ``frames_diff`` (per frame of your code) and ``comm_diff`` (exposed communication and waits);
 - output: ``model`` (dataclasses = the --json schema), ``render`` / ``render_diff`` / ``render_efficiency`` /
-  ``render_frames`` / ``render_comm`` (text), ``names``, ``ratios`` and ``units`` (one rule each for names, shares and byte sizes),
-  ``hook`` (the profiler's per-capture summary).
+  ``render_frames`` / ``render_comm`` (text), ``names``, ``ratios`` and ``units`` (one rule each for names, shares
+  and byte sizes), ``hook`` (the profiler's per-capture summary).
 
 Reads JSON only: importing this package never imports torch.
 """

@@ -11,7 +11,9 @@ about as long as a short real one.
 Rank LATE_RANK, in the recorded steps LATE_STEPS (``ProfilerStep#N`` numbers, comma-separated), runs extra matmuls
 in ``straggle()`` for DELAY_MS of wall time just before the step's first all-to-all (WHERE ``a2a``) or its
 all-gather (``gather``): the others wait that long there. Each rank prints a LATE line with the extra time it
-actually spent per step (the delay; 0 where it was not late).
+actually spent per step (the delay; 0 where it was not late) and, per step, the wall-clock time (``time.time()``,
+one clock for all the ranks of one machine) at which it entered the collective where the delay lands: the waits
+the trace should show, measured outside it (under load the others may arrive late too and wait less).
 
 Captures once through the project's profiler (TensorBoard format into OUT_DIR/tb; ``with_stack`` on, so the late
 work's line in the code is in the trace; ``record_shapes`` on, so the messages' sizes are): 1 warm-up call, then
@@ -38,6 +40,7 @@ SEQ, HEADS, DIM = 64 * world, 2 * world, 16
 x = torch.randn(SEQ // world, HEADS, DIM)  # this rank's slice of the sequence, all heads
 w = torch.randn(HEADS * DIM, HEADS * DIM) / 16
 spent: dict[int, float] = {}
+arrived: dict[int, float] = {}  # step: when this rank entered the collective that the delay precedes
 call = 0
 
 
@@ -65,6 +68,8 @@ def ulysses_attention(h: torch.Tensor, step: int) -> torch.Tensor:
     recv = torch.empty_like(send)
     if where == "a2a" and rank == late_rank and step in late:
         spent[step] = straggle()
+    if where == "a2a":
+        arrived[step] = time.time()
     dist.all_to_all_single(recv, send)
     q = recv.reshape(world * s, n // world, d).transpose(0, 1)  # [heads/world, seq, d]
     o = torch.softmax(q @ q.transpose(1, 2) / d ** 0.5, dim=-1) @ q
@@ -80,6 +85,8 @@ def cfg_parallel(h: torch.Tensor, step: int) -> torch.Tensor:
     gathered = [torch.empty_like(branch) for _ in range(world)]
     if where == "gather" and rank == late_rank and step in late:
         spent[step] = straggle()
+    if where == "gather":
+        arrived[step] = time.time()
     dist.all_gather(gathered, branch)
     return gathered[0] + 5.0 * (gathered[-1] - gathered[0])
 
@@ -98,7 +105,9 @@ with TorchTraceProfileContext("comm", tb_dir=os.path.join(out, "tb"), wait=0, wa
     profile.run(denoise_step)
 capture = TorchTraceProfiler.last_capture()
 ms = json.dumps({k: round(v * 1000, 3) for k, v in spent.items()}, separators=(",", ":"))
-sys.stdout.write(f"LATE rank={rank} world={world} spent_ms={ms} paths={','.join(capture.trace_paths)}\n")
+at = json.dumps(arrived, separators=(",", ":"))
+sys.stdout.write(f"LATE rank={rank} world={world} spent_ms={ms} arrived_s={at} "
+                 f"paths={','.join(capture.trace_paths)}\n")
 sys.stdout.flush()
 dist.barrier()
 dist.destroy_process_group()

@@ -26,7 +26,7 @@ from lightx2v.models.networks.qwen_image.config import (
     QwenImageArch,
 )
 from lightx2v.models.networks.qwen_image.late_rank import parse_calls
-from lightx2v.utils.distributed import launched_world_size
+from lightx2v.utils.distributed import launched_world_size, say
 
 DESCRIPTION = """\
 Embedded Qwen-Image-style text-to-image inference with a torch.profiler trace of the `infer_main` call.
@@ -498,7 +498,7 @@ def _run_job(args: argparse.Namespace, arch: QwenImageArch, device, dtype, rank:
         failures.append(f"the capture reported an error (its trace was written): {capture['error']}")
     if rank != 0:
         for failure in failures:
-            print(f"error: [rank {rank}] {failure}", file=sys.stderr)
+            say(f"error: [rank {rank}] {failure}")
         return 1 if failures else 0
     meta = {
         "model_cls": args.model_cls,

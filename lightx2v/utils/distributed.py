@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
+import sys
 from typing import Any
 
 
@@ -105,29 +106,33 @@ def teardown(barrier_timeout_s: float = EXIT_BARRIER_TIMEOUT_S) -> list[str]:
     the job. A healthy rank waits at most ``barrier_timeout_s`` for peers that may have died, then leaves
     without destroying the group (destroying it under an unfinished barrier can block too).
     """
-    import sys
-
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()):
         return []
     failing = sys.exc_info()[1]
     if failing is not None:
-        print(f"warning: rank {dist.get_rank()} is failing ({type(failing).__name__}); leaving without the exit "
-              "barrier, so it does not wait on peers that may be waiting on it", file=sys.stderr)
+        say(f"warning: rank {dist.get_rank()} is failing ({type(failing).__name__}); leaving without the exit "
+            "barrier, so it does not wait on peers that may be waiting on it")
     elif not _barrier_within(barrier_timeout_s):
-        print(f"warning: rank {dist.get_rank()}: a peer did not reach the exit barrier within "
-              f"{barrier_timeout_s:.0f} s (did it fail?); leaving without it", file=sys.stderr)
+        say(f"warning: rank {dist.get_rank()}: a peer did not reach the exit barrier within "
+            f"{barrier_timeout_s:.0f} s (did it fail?); leaving without it")
         return []
     # Leave together: a gloo rank that tears down while its peer is still closing aborts
     # ("terminate called without an active exception", seen here on 2-rank CPU runs).
     dist.destroy_process_group()
     survivors = gloo_threads_settled()
     if survivors:
-        print(f"warning: gloo threads alive after destroy_process_group(): {', '.join(survivors)}; something "
-              "still holds the process group and this rank may abort at exit (see docs/torchrun.md)",
-              file=sys.stderr)
+        say(f"warning: gloo threads alive after destroy_process_group(): {', '.join(survivors)}; something "
+            "still holds the process group and this rank may abort at exit (see docs/torchrun.md)")
     return survivors
+
+
+def say(line: str) -> None:
+    """One line to stderr in one write: the ranks of a job share the terminal (or torchrun's pipe), and
+    ``print`` writes the text and its newline separately, so another rank's line could land between them."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 def _barrier_within(timeout_s: float) -> bool:
@@ -188,8 +193,6 @@ def gloo_threads_settled(settle_s: float = GLOO_SETTLE_S) -> list[str]:
 def pinned_group_defaults() -> list[str]:
     """Functions of `torch.distributed.nn.functional` (if imported) whose defaults still hold a ProcessGroup: after
     `destroy_process_group()` each one keeps the group, and its gloo threads, alive (docs/torchrun.md)."""
-    import sys
-
     functional = sys.modules.get("torch.distributed.nn.functional")
     if functional is None:
         return []

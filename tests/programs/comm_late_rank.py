@@ -11,9 +11,10 @@ about as long as a short real one.
 Rank LATE_RANK, in the recorded steps LATE_STEPS (``ProfilerStep#N`` numbers, comma-separated), runs extra matmuls
 in ``straggle()`` for DELAY_MS of wall time just before the step's first all-to-all (WHERE ``a2a``) or its
 all-gather (``gather``): the others wait that long there. Each rank prints a LATE line with the extra time it
-actually spent per step (the delay; 0 where it was not late) and, per step, the wall-clock time (``time.time()``,
-one clock for all the ranks of one machine) at which it entered the collective where the delay lands: the waits
-the trace should show, measured outside it (under load the others may arrive late too and wait less).
+actually spent per step (the delay; 0 where it was not late) and, per step, the wall-clock times (``time.time()``,
+one clock for all the ranks of one machine) at which it entered each of the step's three collectives: the waits the
+trace should show, measured outside it (under load a rank may arrive late at any collective, not only the planned
+one).
 
 Captures once through the project's profiler (TensorBoard format into OUT_DIR/tb; ``with_stack`` on, so the late
 work's line in the code is in the trace; ``record_shapes`` on, so the messages' sizes are): 1 warm-up call, then
@@ -40,7 +41,7 @@ SEQ, HEADS, DIM = 64 * world, 2 * world, 16
 x = torch.randn(SEQ // world, HEADS, DIM)  # this rank's slice of the sequence, all heads
 w = torch.randn(HEADS * DIM, HEADS * DIM) / 16
 spent: dict[int, float] = {}
-arrived: dict[int, float] = {}  # step: when this rank entered the collective that the delay precedes
+arrived: dict[int, list[float]] = {}  # step: when this rank entered each of its collectives, in order
 call = 0
 
 
@@ -68,13 +69,13 @@ def ulysses_attention(h: torch.Tensor, step: int) -> torch.Tensor:
     recv = torch.empty_like(send)
     if where == "a2a" and rank == late_rank and step in late:
         spent[step] = straggle()
-    if where == "a2a":
-        arrived[step] = time.time()
+    arrived[step].append(time.time())
     dist.all_to_all_single(recv, send)
     q = recv.reshape(world * s, n // world, d).transpose(0, 1)  # [heads/world, seq, d]
     o = torch.softmax(q @ q.transpose(1, 2) / d ** 0.5, dim=-1) @ q
     back = o.transpose(0, 1).reshape(world, s, n // world, d).contiguous()
     recv_back = torch.empty_like(back)
+    arrived[step].append(time.time())
     dist.all_to_all_single(recv_back, back)
     return recv_back.transpose(0, 1).reshape(s, n, d)
 
@@ -85,8 +86,7 @@ def cfg_parallel(h: torch.Tensor, step: int) -> torch.Tensor:
     gathered = [torch.empty_like(branch) for _ in range(world)]
     if where == "gather" and rank == late_rank and step in late:
         spent[step] = straggle()
-    if where == "gather":
-        arrived[step] = time.time()
+    arrived[step].append(time.time())
     dist.all_gather(gathered, branch)
     return gathered[0] + 5.0 * (gathered[-1] - gathered[0])
 
@@ -95,6 +95,7 @@ def denoise_step() -> torch.Tensor:
     global call
     step, call = call, call + 1
     spent.setdefault(step, 0.0)
+    arrived[step] = []
     h = ulysses_attention(project(x), step)
     return cfg_parallel(h, step)
 

@@ -20,7 +20,8 @@ Steps (each a real process, as a user runs it):
    in ProfilerStep#1 and #3 (``--late_rank``), captured; then the summary's communication section: the late rank
    named in exactly those steps, the others' waits and rank 0's exposed communication there at least half the
    delay, the straggler by the waits it caused; its figures in the output. With fewer GPUs: SKIP with the reason.
-   ``--comm_backend gloo`` runs the same job and checks on CPU processes with gloo (what CI runs).
+   ``--comm_backend gloo`` runs the same job and checks on CPU processes with gloo (what CI runs; there a rank held
+   off a shared core may also be named late in another step, for less than half the delay).
 
 On the CPU the same steps run at tiny sizes; what needs CUDA (kernels, device time, NCCL) is reported as skipped.
 A step whose tools are missing (e.g. no tensorboard) is SKIP with the reason, never a crash. Everything goes
@@ -631,7 +632,8 @@ def comm_figures(run: dict, backend: str, late_ms: float) -> dict:
 
 
 def check_comm(step: Step, backend: str, late_ms: float) -> None:
-    """Step 7's checks on its figures: the late rank named in exactly LATE_STEPS, the others waiting (and rank 0's
+    """Step 7's checks on its figures: the late rank named in exactly LATE_STEPS (with gloo, also others' steps
+    where a rank held off a shared core made them wait under half the delay), the others waiting (and rank 0's
     communication exposed) at least half the delay there, the straggler by the waits it caused; its verdict line."""
     f = step.figures
     late_steps = set(f["late_steps"])
@@ -639,8 +641,16 @@ def check_comm(step: Step, backend: str, late_ms: float) -> None:
                                                  f"{f['complete']} of {f['collectives']} complete; notes {f['notes']}")
     expect(f["on_gpu"] == (backend == "nccl"), f"on_gpu {f['on_gpu']} for {backend}")
     named = {s["step"]: s["late_rank"] for s in f["steps"] if s["late_rank"] is not None}
-    expect(named == dict.fromkeys(sorted(late_steps), LATE_RANK),
+    planned = {k: v for k, v in named.items() if k in late_steps}
+    expect(planned == dict.fromkeys(sorted(late_steps), LATE_RANK),
            f"rank {LATE_RANK} late in {sorted(late_steps)} expected; the summary named {named or 'no rank'}")
+    # Elsewhere no rank is late on GPUs. CPU processes share the machine's cores: one may be held off a core
+    # long enough to be named late in another step (seen on CI's 2 loaded cores): allowed below half the delay.
+    unplanned = {s["step"]: s["late_wait_ms"] for s in f["steps"] if s["late_rank"] is not None
+                 and s["step"] not in late_steps}
+    expect(not unplanned or (backend != "nccl" and max(unplanned.values()) < late_ms / 2),
+           f"no rank late outside {sorted(late_steps)} expected; the summary named {named} "
+           f"(waits caused {unplanned} ms)")
     late = [s for s in f["steps"] if s["step"] in late_steps]
     for s in late:
         others = {r: w for r, w in s["waited_ms"].items() if r != str(LATE_RANK)}

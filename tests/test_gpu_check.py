@@ -188,3 +188,38 @@ def test_the_2_gpu_step_runs_on_cpu_processes_with_gloo_and_checks_the_communica
     summary = (tmp_path / "7_seq_parallel" / "summary.txt").read_text()
     assert "Communication across 2 ranks (gloo on CPU" in summary
     assert json.loads((tmp_path / "7_seq_parallel" / "summary.json").read_text())["runs"][0]["communication"]
+
+
+def step7_figures(extra_late_ms: float | None) -> dict:
+    """Step 7's figures as comm_figures writes them: rank 1 late 300 ms in #1 and #3, and (extra_late_ms) rank 0
+    named late in #2 too, as a rank held off a loaded CPU's core can be."""
+    def step(k: int, late: int | None, wait: float) -> dict:
+        return {"step": f"ProfilerStep#{k}", "late_rank": late, "late_wait_ms": wait if late is not None else 0.0,
+                "collective": "all_to_all", "waited_ms": {"0": 310.0 if late == 1 else 1.0, "1": 1.0},
+                "exposed_ms": {"0": 320.0 if late == 1 else 2.0, "1": 2.0}}
+    steps = [step(1, 1, 300.0), step(2, None if extra_late_ms is None else 0, extra_late_ms or 0.0),
+             step(3, 1, 300.0), step(4, None, 0.0)]
+    return {"ranks": 2, "complete": 12, "collectives": 12, "notes": [], "on_gpu": False,
+            "late_steps": ["ProfilerStep#1", "ProfilerStep#3"], "steps": steps,
+            "straggler": {"rank": 1, "criterion": "waits_caused"}}
+
+
+@pytest.mark.parametrize(("extra_late_ms", "backend", "passes"), [
+    (None, "gloo", True), (40.0, "gloo", True), (160.0, "gloo", False), (40.0, "nccl", False)])
+def test_step7_allows_a_cpu_rank_named_late_elsewhere_only_below_half_the_delay(extra_late_ms, backend, passes,
+                                                                                 monkeypatch):
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("gpu_check_module", REPO_ROOT / "benchmarks" / "gpu_check.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    f = step7_figures(extra_late_ms)
+    f["on_gpu"] = backend == "nccl"
+    step = module.Step(7, SEQ_PARALLEL, figures=f)
+    if passes:
+        module.check_comm(step, backend, 300.0)
+    else:
+        with pytest.raises(module.CheckFailed, match="no rank late outside"):
+            module.check_comm(step, backend, 300.0)

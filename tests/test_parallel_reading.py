@@ -282,9 +282,10 @@ def test_the_machine_says_its_cores_and_memory():
     assert abs(memory - 1024 * kb) < 1 << 30 and memory % 1024 == 0  # read again a moment later: about the same
 
 
-def test_a_worker_sends_its_answer_or_why_there_is_none_and_counts_what_it_read(tmp_path):
+def test_a_worker_sends_its_answer_or_why_there_is_none_and_counts_what_it_read(tmp_path, monkeypatch):
     """A worker's body, run here (as mutation testing sees it): its answer or its error through the pipe, the
-    bytes it read in its slot, Ctrl-C left to the parent."""
+    bytes it read in its slot, Ctrl-C left to the parent, and it knows it is a worker."""
+    monkeypatch.setattr(parallel, "_in_worker", False)  # set by the body; put back after this test
     counters = [0, 0]
     before = signal.getsignal(signal.SIGINT)
     try:
@@ -298,9 +299,97 @@ def test_a_worker_sends_its_answer_or_why_there_is_none_and_counts_what_it_read(
             got = receive.recv()
             assert got == expected or (got.path, got.problem) == (path, expected)
             assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            assert parallel._in_worker  # beside() then analyses in turn: the cores are the files'
     finally:
         signal.signal(signal.SIGINT, before)
     assert counters == [0, 16]
     counted: list[int] = []
     assert read_files([str(H200_TRACE)], first_bytes, on_read=counted.append) == [first_bytes(str(H200_TRACE))]
     assert counted == [10, 6]  # in this process: the work's own reports
+
+
+@pytest.fixture
+def spare_core(monkeypatch):
+    """``beside`` as on the command's machine: two cores, this process alone (an xdist worker may still have
+    another test's thread winding down)."""
+    monkeypatch.setattr(parallel, "available_cores", lambda: 2)
+    monkeypatch.setattr(parallel.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(parallel, "_in_worker", False)
+
+
+def test_beside_runs_the_first_in_a_child_and_the_second_here(spare_core):
+    in_child, in_this = parallel.beside(os.getpid, os.getpid)
+    assert in_this == os.getpid() and in_child != in_this
+    here = os.getpid()
+    assert parallel.beside(lambda: None if os.getpid() != here else "here", lambda: 0) == (None, 0)  # an answer
+
+
+@pytest.mark.parametrize("why", ["one core", "threaded", "in a worker"])
+def test_beside_runs_both_here_where_a_child_would_not_help_or_is_not_safe(monkeypatch, why):
+    monkeypatch.setattr(parallel, "available_cores", lambda: 1 if why == "one core" else 2)
+    monkeypatch.setattr(parallel.threading, "active_count", lambda: 2 if why == "threaded" else 1)
+    monkeypatch.setattr(parallel, "_in_worker", why == "in a worker")
+    assert parallel.beside(os.getpid, os.getpid) == (os.getpid(), os.getpid())
+
+
+def test_a_child_that_dies_or_raises_leaves_the_first_to_run_here(spare_core):
+    here = os.getpid()
+
+    def dies_in_the_child():
+        if os.getpid() != here:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return "here"
+
+    assert parallel.beside(dies_in_the_child, lambda: 2) == ("here", 2)
+
+    def raises():
+        raise ValueError(f"in {'the child' if os.getpid() != here else 'this process'}")
+
+    with pytest.raises(ValueError, match="in this process"):  # met again here, with its own traceback
+        parallel.beside(raises, lambda: 2)
+
+
+def test_an_error_here_leaves_no_child_behind(spare_core, tmp_path):
+    started = tmp_path / "child"
+
+    def waits():  # in the child: says its pid, then runs until killed
+        started.write_text(str(os.getpid()))
+        threading.Event().wait(120)
+
+    def fails():
+        for _ in range(12000):  # 120 s at most: a child that never starts fails the test, never hangs it
+            if started.exists() and started.read_text():
+                break
+            threading.Event().wait(0.01)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        parallel.beside(waits, fails)
+    assert not alive(int(started.read_text()))
+
+
+def test_the_frames_charged_beside_the_other_tables_are_the_same_summary(spare_core, monkeypatch):
+    from lightx2v.trace_summary import analyze
+
+    calls = []
+    real = analyze.beside
+    monkeypatch.setattr(analyze, "beside", lambda a, b: calls.append(1) or real(a, b))
+    monkeypatch.setattr(analyze, "BESIDE_MIN_EVENTS", 0)
+    serial = analyze.analyze_trace(str(H200_TRACE))  # the capture hook's call, in a user's process: no fork
+    assert not calls
+    split = analyze.analyze_trace(str(H200_TRACE), frames_beside=True)
+    assert calls == [1] and split.frames is not None and split.tables.frames is not None
+    assert repr(split) == repr(serial)
+
+
+@pytest.mark.parametrize("diff", [False, True])
+def test_the_command_asks_for_the_frames_beside(monkeypatch, capsys, diff):
+    from lightx2v.trace_summary import __main__ as command
+
+    asked = []
+    real = command.summarize_runs
+    monkeypatch.setattr(command, "summarize_runs",
+                        lambda *a, **k: asked.append(k.get("frames_beside")) or real(*a, **k))
+    args = ["--diff", str(H200_TRACE), str(H200_TRACE)] if diff else [str(H200_TRACE)]
+    assert command.main(args) == 0
+    assert asked and all(asked)

@@ -29,13 +29,28 @@ from .flops import MODELED
 from .frames import SKIP_HEAD_FOLDED, FrameIndex, code_line, frame_summary, frame_tree, keeps
 from .kernels import gpu_work
 from .launch import launch_chain
-from .model import PeakSpec, RankSummary, RankTables, SkippedEvents
+from .model import (
+    CpuOpStat,
+    Efficiency,
+    FrameTree,
+    Launch,
+    PeakSpec,
+    RankSummary,
+    RankTables,
+    SkippedEvents,
+    StepSeries,
+)
 from .names import worker_name
 from .optree import op_tree
+from .parallel import beside
 from .ratios import percent
 from .reader import TraceStream
 from .series import step_series
 from .steps import IDLE_FLAG_RATIO, idle_total, step_stats
+
+# Python frames are charged in a forked child beside the other tables (parallel.beside) from this many ops and
+# frames on (the frame tree then takes ~0.2 s, many times a fork's and its answer's cost)
+BESIDE_MIN_EVENTS = 100_000
 
 __all__ = ["IDLE_FLAG_RATIO", "SKIP_HEAD", "analyze_trace", "malformed_field", "percent", "summarize_collected"]
 
@@ -51,7 +66,8 @@ class AlsoRead(Protocol):
 def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | None = None,
                   peak: PeakSpec | None = None, target_pct: float = TARGET_PCT,
                   with_efficiency: bool = True, with_frames: bool = True, folded: bool = True,
-                  with_comm: bool = True, typed: bool | None = None, also: AlsoRead | None = None) -> RankSummary:
+                  with_comm: bool = True, typed: bool | None = None, also: AlsoRead | None = None,
+                  frames_beside: bool = False) -> RankSummary:
     """Read ``path`` once and summarize it; raises TraceError for files that are not complete traces.
 
     ``on_read``: progress callback, see ``TraceStream``; ``peak`` (``--peak``) replaces the device's peak table
@@ -61,7 +77,10 @@ def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | N
     keeps torch's, the standard library's and site-packages' frames in the frame tree (``frames``);
     ``with_comm=False`` leaves the collectives out (benchmarks/bench_comm.py measures them). ``typed``:
     the typed reading pass (default ``reader.TYPED``) or the generic one (dicts; same answers, slower);
-    ``also``: another answer fed the same batches (its events are then all decoded, generically too).
+    ``also``: another answer fed the same batches (its events are then all decoded, generically too);
+    ``frames_beside``: a large trace's Python frames charged in a forked child beside the other tables
+    (``parallel.beside``, where a fork is safe and a core is spare): for our own commands, never in a user's
+    process (the capture hook runs in theirs: a fork there would copy its page tables and share its CUDA state).
     """
     typed = reader.TYPED if typed is None else typed
     skip = (SKIP_HEAD_FOLDED if folded else SKIP_HEAD_FRAMES) if with_frames else SKIP_HEAD
@@ -79,13 +98,13 @@ def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | N
             also.feed(batch, stream)
     if also is not None:
         also.finish(stream)
-    return summarize_collected(c, path, stream, top, mem, peak, target_pct, with_efficiency, folded)
+    return summarize_collected(c, path, stream, top, mem, peak, target_pct, with_efficiency, folded, frames_beside)
 
 
 def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
                         mem: memory.MemoryEvents | None = None, peak: PeakSpec | None = None,
                         target_pct: float = TARGET_PCT, with_efficiency: bool = True,
-                        folded: bool = True) -> RankSummary:
+                        folded: bool = True, frames_beside: bool = False) -> RankSummary:
     """The report's figures from one pass's data (``stream``: the finished stream, for its metadata;
     ``mem``: the pass's ``[memory]`` events, if it collected them)."""
     meta = stream.metadata
@@ -100,7 +119,6 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
     communication = rank_comm(c, gpu, found, collectives, tree)
     steps = found.steps
     group = group_keys(c, tree, chain)
-    cpu_ops, cpu_self_total = cpu_op_stats(c, tree)
     rank, world = rank_and_world(meta, path)
     device_list = devices(meta.get("deviceProperties"))
     notes = []
@@ -117,7 +135,19 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
     devices_memory = [] if mem is None else memory.summarize(  # memory events keep the trace's own time
         mem, steps, c.threads, c.op_thread, c.op_name, op_ts, c.op_dur, list(c.names), top)
     memory_section = memory.section(path, rank, notes, devices_memory)
-    frames = frame_tree(c, chain, found, tree, mem, folded, frame_index)  # after memory.summarize: it finishes ``mem``
+
+    def frames_of_code() -> FrameTree | None:  # after memory.summarize: it finishes ``mem``
+        return frame_tree(c, chain, found, tree, mem, folded, frame_index)
+
+    def the_rest() -> tuple[tuple[list[CpuOpStat], float], list[Launch], StepSeries, Efficiency | None]:
+        return (cpu_op_stats(c, tree), launches(c, group), step_series(c, found, tree, group),
+                efficiency(c, chain, found, device_list, peak, target_pct, top) if with_efficiency else None)
+
+    if frames_beside and len(c.fr_ts) and len(c.op_ts) + len(c.fr_ts) >= BESIDE_MIN_EVENTS:
+        frames, rest = beside(frames_of_code, the_rest)
+    else:
+        frames, rest = frames_of_code(), the_rest()
+    (cpu_ops, cpu_self_total), launch_stats, series, efficiency_answer = rest
     return RankSummary(
         file=os.path.abspath(path),
         size_bytes=os.path.getsize(path),
@@ -142,12 +172,12 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
         notes=notes,
         skipped_events=[SkippedEvents(field=field, problem=problem, count=count, example=example, dropped=dropped)
                         for (field, problem, dropped), (count, example) in c.malformed.items()],
-        tables=RankTables(kernels=gpu.kernels, cpu_ops=cpu_ops, launches=launches(c, group),
-                          series=step_series(c, found, tree, group), frames=frames, collectives=collectives,
+        tables=RankTables(kernels=gpu.kernels, cpu_ops=cpu_ops, launches=launch_stats,
+                          series=series, frames=frames, collectives=collectives,
                           process_groups=process_groups(meta) if collectives else {}),
         memory=memory_section,
         launch_links=chain.links if has_gpu else None,
-        efficiency=efficiency(c, chain, found, device_list, peak, target_pct, top) if with_efficiency else None,
+        efficiency=efficiency_answer,
         frames=frame_summary(frames, len(c.fr_ts), folded, has_gpu, top) if frames is not None else None,
         communication=communication,
     )

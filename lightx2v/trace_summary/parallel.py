@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import TraceError
 
@@ -42,6 +42,9 @@ POLL_S = 0.2  # how often the parent adds up the workers' progress while it wait
 _PRELOAD = ["lightx2v.trace_summary.analyze"]
 
 Work = Callable[..., Any]  # work(path, on_read=callable) -> a picklable answer
+T = TypeVar("T")
+U = TypeVar("U")
+_in_worker = False  # this process is a reading worker: its core is its file's (``beside`` then runs in turn)
 
 
 def json_bytes(path: str) -> int:
@@ -96,12 +99,17 @@ def plan_workers(paths: Sequence[str], cores: int | None = None, memory: int | N
     return max(1, min(len(paths), cores, by_memory))
 
 
+def _fork_safe() -> bool:
+    """Linux, and a process of one thread (a fork copies no other thread, so no lock another one held)."""
+    return sys.platform.startswith("linux") and threading.active_count() == 1
+
+
 def _context() -> Any:
-    """``fork`` on Linux in a process of one thread (the command: nothing to import again, nothing to start);
-    else ``forkserver`` (a threaded parent: the trace browser), else ``spawn``. Those two import the parent's main
-    module again in each worker, as ``multiprocessing`` documents: our programs' are safe to import."""
+    """``fork`` where that is safe (the command: nothing to import again, nothing to start); else ``forkserver``
+    (a threaded parent: the trace browser), else ``spawn``. Those two import the parent's main module again in
+    each worker, as ``multiprocessing`` documents: our programs' are safe to import."""
     methods = multiprocessing.get_all_start_methods()
-    if sys.platform.startswith("linux") and threading.active_count() == 1:
+    if _fork_safe():
         return multiprocessing.get_context("fork")
     ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
     if ctx.get_start_method() == "forkserver":
@@ -197,6 +205,8 @@ def _in_process(paths: Sequence[str], work: Work, on_read: Callable[[int], objec
 
 def _worker(work: Work, path: str, counters: Any, slot: int, conn: Connection) -> None:
     """A worker's whole life: read ``path``, send the answer or why there is none."""
+    global _in_worker
+    _in_worker = True
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
 
     def count(n: int) -> None:
@@ -244,3 +254,43 @@ def _stop(proc: Any, conn: Connection) -> None:
     proc.kill()
     proc.join()
     conn.close()
+
+
+def beside(first: Callable[[], T], second: Callable[[], U]) -> tuple[T, U]:
+    """``(first(), second())``, ``first`` in a forked child while ``second`` runs here: two analyses of one pass's
+    data at once on a machine with a core to spare (the child has the data without a copy: a fork shares its
+    pages; only ``first``'s answer is pickled back). One after the other instead where a fork is not safe (not
+    Linux, a threaded parent), in a reading worker (the cores are the files'), on one core, and whenever the child
+    ends without an answer (killed, or ``first`` raised: it runs again here, where an error surfaces as it would
+    have)."""
+    if _in_worker or available_cores() < 2 or not _fork_safe():
+        return first(), second()
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_beside_child, args=(first, send), daemon=True)
+    with _flushable_std_streams():
+        proc.start()
+    send.close()  # the child holds the other end: EOF here once it is gone
+    answer = None
+    try:
+        second_answer = second()
+        try:
+            answer = receive.recv()
+        except (EOFError, OSError):
+            pass
+    finally:
+        receive.close()
+        if answer is None:  # no answer, or an error (Ctrl-C) here: the child must not outlive this call
+            proc.kill()
+        proc.join()
+    return (answer[0] if answer is not None else first()), second_answer
+
+
+def _beside_child(first: Callable[[], Any], conn: Connection) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops this child
+    try:
+        conn.send((first(),))  # a 1-tuple: any answer, None included, is told from no answer
+    except BaseException:  # the parent runs it again itself and meets the error there
+        pass
+    finally:
+        conn.close()

@@ -26,6 +26,7 @@ from lightx2v.models.networks.qwen_image.config import (
     QwenImageArch,
 )
 from lightx2v.models.networks.qwen_image.late_rank import parse_calls
+from lightx2v.program import program
 from lightx2v.utils.distributed import launched_world_size, say
 
 DESCRIPTION = """\
@@ -100,7 +101,7 @@ def _preset_help() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m lightx2v.infer",
+        prog=program("lightx2v.infer"),
         usage=f"%(prog)s [--preset {{{','.join(PRESETS)}}}] [--infer_steps N] [--prompt TEXT] [options]  (see --help)",
         description=DESCRIPTION,
         epilog=EPILOG.format(presets=_preset_help()),

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Optional
 
 from lightx2v.fileio import write_atomically
+from lightx2v.program import program
 
 MODULE = Path("lightx2v", "utils", "torch_trace_profiler.py")
 FIXED = Path(__file__).resolve().parent / "utils" / "torch_trace_profiler.py"
@@ -120,7 +121,7 @@ def _free_backup_name(target: Path, content: bytes) -> Path:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="lightx2v-install-profiler", description=__doc__,
+    parser = argparse.ArgumentParser(prog=program("lightx2v.install_profiler"), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkout", type=Path, help="root of the LightX2V checkout (e.g. /workspace/LightX2V)")
     parser.add_argument("--force", action="store_true",

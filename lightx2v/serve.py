@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from lightx2v import settings
+from lightx2v.program import program
 from lightx2v.utils.torch_trace_profiler import resolve_log_dir
 
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
@@ -93,7 +94,7 @@ def answers(port: int, host: str = "127.0.0.1") -> bool:
 
 def parse_args(argv=None) -> argparse.Namespace:
     settings.exit_on_bad_values(settings.SERVE)  # its own variables and those of the programs it starts
-    p = argparse.ArgumentParser(prog="python -m lightx2v.serve", description=__doc__,
+    p = argparse.ArgumentParser(prog=program("lightx2v.serve"), description=__doc__,
                                 epilog=settings.help_text(settings.SERVE),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--port", type=int, default=settings.get(settings.TENSORBOARD_PORT),

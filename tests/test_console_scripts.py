@@ -48,3 +48,16 @@ def test_each_installed_command_answers_help(name):
                             env=subprocess_env())
     assert result.returncode == 0, result.stderr[-2000:]
     assert "usage:" in result.stdout and "Traceback" not in result.stderr
+    if name != "lightx2v-tensorboard":  # TensorBoard's own parser names itself
+        assert result.stdout.startswith(f"usage: {name} "), result.stdout[:200]  # as typed: a line to copy
+
+
+@pytest.mark.parametrize(("argv0", "named"), [
+    ("/venv/bin/lightx2v-trace-summary", "lightx2v-trace-summary"),
+    ("/repo/lightx2v/trace_summary/__main__.py", "python -m lightx2v.trace_summary"),  # python -m
+    ("", "python -m lightx2v.trace_summary")])
+def test_a_command_names_itself_as_typed(monkeypatch, argv0, named):
+    from lightx2v.program import program
+
+    monkeypatch.setattr("sys.argv", [argv0])
+    assert program("lightx2v.trace_summary") == named

@@ -15,6 +15,7 @@ import os
 import sys
 from pathlib import Path
 
+from ..program import program
 from . import ASSETS, ENV_ASSETS_DIR, assets_dir, find, missing_notice, path_of
 
 ENV_NPM_REGISTRY = "LIGHTX2V_NPM_REGISTRY"
@@ -32,7 +33,7 @@ def positive_seconds(text: str) -> float:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lightx2v.assets", description=__doc__,
+    parser = argparse.ArgumentParser(prog=program("lightx2v.assets"), description=__doc__,
                                      epilog=f"environment: {ENV_ASSETS_DIR}, the asset folder (default "
                                             "<sys.prefix>/share/lightx2v/assets)",
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

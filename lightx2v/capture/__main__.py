@@ -41,6 +41,7 @@ from lightx2v.capture.control import (
     wait_for_capture,
 )
 from lightx2v.capture.jobs import Job, arm_job, explain_job, group, job_of, wait_for_job_capture
+from lightx2v.program import program
 from lightx2v.utils.torch_trace_profiler import ENV_DIR, whole_number
 
 PROG = "capture"
@@ -70,7 +71,7 @@ def positive_pid(text: str) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     settings.exit_on_bad_values(PROG)
-    parser = argparse.ArgumentParser(prog="python -m lightx2v.capture", description=__doc__,
+    parser = argparse.ArgumentParser(prog=program("lightx2v.capture"), description=__doc__,
                                      epilog=settings.help_text(PROG),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", nargs="?", choices=("list", "arm"), default="list")

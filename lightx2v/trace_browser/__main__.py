@@ -14,11 +14,13 @@ import sys
 from lightx2v import hostcheck, settings
 from lightx2v.trace_browser.server import root_problem, serve
 
+from ..program import program
+
 
 def main(argv=None) -> int:
     settings.exit_on_bad_values(settings.TRACE_BROWSER)
     get = settings.get
-    parser = argparse.ArgumentParser(prog="python -m lightx2v.trace_browser", description=__doc__,
+    parser = argparse.ArgumentParser(prog=program("lightx2v.trace_browser"), description=__doc__,
                                      epilog=settings.help_text(settings.TRACE_BROWSER),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", default=get(settings.RESULTS_DIR),

@@ -23,6 +23,7 @@ import sys
 from tqdm import tqdm
 
 from ..fileio import write_atomically
+from ..program import program
 from .diff import compare_runs, diff_to_json
 from .discover import RunFiles, newest_runs, resolve, skipped_phrase, trace_files
 from .errors import TraceError
@@ -62,7 +63,7 @@ def _peak(text: str) -> PeakSpec:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m lightx2v.trace_summary",
+        prog=program("lightx2v.trace_summary"),
         description="Summarize torch.profiler traces: steps, GPU busy/idle time, top kernels and CPU ops, "
                     "slowest rank.",
         epilog="PATH: a trace file (.json or .json.gz, TensorBoard or chrome format), a run directory (one file "

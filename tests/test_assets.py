@@ -199,3 +199,18 @@ def test_an_unanswering_registry_is_retried_twice_within_seconds_not_a_minute(tm
     gaps = [later - earlier for earlier, later in zip(arrivals, arrivals[1:], strict=False)]
     assert len(arrivals) == 3, gaps  # the first try and both retries
     assert gaps[0] < 5 and gaps[1] < 20, gaps  # npm's defaults: 10 s and 60 s
+
+
+def test_the_package_runs_alone_as_the_images_assets_stage_copies_it(tmp_path):
+    """The Dockerfile's assets stage copies lightx2v/assets alone (so it is cached across code changes) and runs
+    it there: nothing in it may import the rest of the project (seen: a shared helper's import broke the build)."""
+    import shutil
+
+    build = tmp_path / "build"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "lightx2v" / "assets", build / "lightx2v" / "assets",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (build / "lightx2v" / "__init__.py").touch()
+    result = subprocess.run([sys.executable, "-S", "-m", "lightx2v.assets", "--help"], capture_output=True, text=True,
+                            timeout=60, cwd=build, env={"PATH": os.environ.get("PATH", "")})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith("usage: python -m lightx2v.assets ")

@@ -15,11 +15,16 @@ import os
 import sys
 from pathlib import Path
 
-from ..program import program
 from . import ASSETS, ENV_ASSETS_DIR, assets_dir, find, missing_notice, path_of
 
 ENV_NPM_REGISTRY = "LIGHTX2V_NPM_REGISTRY"
 BUILD_ARG_REQUIRE = "LIGHTX2V_REQUIRE_ASSETS"  # the Dockerfile's build argument (set, to 0, in its assets stage)
+
+
+def program() -> str:
+    """lightx2v.program's rule, kept here: the image's assets stage copies lightx2v/assets alone."""
+    typed = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return typed if typed.startswith("lightx2v-") else "python -m lightx2v.assets"
 
 
 def positive_seconds(text: str) -> float:
@@ -33,7 +38,7 @@ def positive_seconds(text: str) -> float:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog=program("lightx2v.assets"), description=__doc__,
+    parser = argparse.ArgumentParser(prog=program(), description=__doc__,
                                      epilog=f"environment: {ENV_ASSETS_DIR}, the asset folder (default "
                                             "<sys.prefix>/share/lightx2v/assets)",
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -34,7 +34,7 @@ def missing_tool(what: str) -> NoReturn:
     pytest.skip(what)
 
 
-# pytest-xdist (the README's command runs three workers) hands out whole files, and every Docker test to one worker:
+# pytest-xdist (the README's command runs two workers) hands out whole files, and every Docker test to one worker:
 # helpers/xdist_scopes.py says how and why. A Docker test lives under DOCKER_DIR, where that rule finds it.
 def pytest_collection_modifyitems(items):
     from helpers.xdist_scopes import DOCKER_DIR

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from lightx2v.assets import INSTALL_COMMAND, WEBCOMPONENTS, find
+from lightx2v.assets import INSTALL_COMMAND, WEBCOMPONENTS
 
 from conftest import H200_TRACE, REPO_ROOT, free_port, subprocess_env
-from helpers.browser import chromium, external_requests
+from helpers.browser import chromium_with_offline_views, external_requests
 from helpers.kineto import GPU_TID, Kineto
 from helpers.procs import get_json, land, launcher, runs, trace_browser, wait_until
 
@@ -42,8 +42,7 @@ def shots(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def driver():
-    assert find(WEBCOMPONENTS), f"the offline views' polyfill is not installed: run `{INSTALL_COMMAND}`"
-    with chromium(offline=True) as browser:
+    with chromium_with_offline_views() as browser:
         yield browser
 
 

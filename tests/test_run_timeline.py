@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from lightx2v.assets import INSTALL_COMMAND, WEBCOMPONENTS, find
 from lightx2v.trace_summary import summarize_paths
 
 from conftest import REPO_ROOT
-from helpers.browser import chromium, external_requests
+from helpers.browser import chromium_with_offline_views, external_requests
 from helpers.procs import http_get, trace_browser, wait_until
 from helpers.torchrun import rows, run_torchrun
 
@@ -44,8 +43,7 @@ def port(job):
 
 @pytest.fixture(scope="module")
 def driver():
-    assert find(WEBCOMPONENTS), f"the offline views' polyfill is not installed: run `{INSTALL_COMMAND}`"
-    with chromium(offline=True) as browser:
+    with chromium_with_offline_views() as browser:
         yield browser
 
 

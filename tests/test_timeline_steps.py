@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from lightx2v.assets import INSTALL_COMMAND, WEBCOMPONENTS, find
-
-from helpers.browser import chromium, external_requests
+from helpers.browser import chromium_with_offline_views, external_requests
 from helpers.procs import http_get, trace_browser, wait_until
 from helpers.steps_trace import steps_trace
 
@@ -33,8 +31,7 @@ def port(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def driver():
-    assert find(WEBCOMPONENTS), f"the offline views' polyfill is not installed: run `{INSTALL_COMMAND}`"
-    with chromium(offline=True) as browser:
+    with chromium_with_offline_views() as browser:
         yield browser
 
 

@@ -38,6 +38,17 @@ def chromium(offline: bool = True, width: int = 1400, height: int = 1000, extra_
         browser.quit()
 
 
+@contextmanager
+def chromium_with_offline_views():
+    """Offline Chromium for the pages that load the offline views' polyfill: first an error that says how to install
+    it when it is missing (a page without it would fail in a less telling way)."""
+    from lightx2v.assets import INSTALL_COMMAND, WEBCOMPONENTS, find
+
+    assert find(WEBCOMPONENTS), f"the offline views' polyfill is not installed: run `{INSTALL_COMMAND}`"
+    with chromium(offline=True) as browser:
+        yield browser
+
+
 def external_requests(driver) -> list[str]:
     """URLs the current page (top frame) asked for from anywhere but this machine."""
     return driver.execute_script(

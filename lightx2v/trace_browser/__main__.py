@@ -12,9 +12,8 @@ import argparse
 import sys
 
 from lightx2v import hostcheck, settings
+from lightx2v.program import program
 from lightx2v.trace_browser.server import root_problem, serve
-
-from ..program import program
 
 
 def main(argv=None) -> int:

@@ -377,19 +377,19 @@ def test_the_frames_charged_beside_the_other_tables_are_the_same_summary(spare_c
     monkeypatch.setattr(analyze, "BESIDE_MIN_EVENTS", 0)
     serial = analyze.analyze_trace(str(H200_TRACE))  # the capture hook's call, in a user's process: no fork
     assert not calls
-    split = analyze.analyze_trace(str(H200_TRACE), frames_beside=True)
+    split = analyze.analyze_trace(str(H200_TRACE), side_by_side=True)
     assert calls == [1] and split.frames is not None and split.tables.frames is not None
     assert repr(split) == repr(serial)
 
 
 @pytest.mark.parametrize("diff", [False, True])
-def test_the_command_asks_for_the_frames_beside(monkeypatch, capsys, diff):
+def test_the_command_asks_for_the_side_by_side(monkeypatch, capsys, diff):
     from lightx2v.trace_summary import __main__ as command
 
     asked = []
     real = command.summarize_runs
     monkeypatch.setattr(command, "summarize_runs",
-                        lambda *a, **k: asked.append(k.get("frames_beside")) or real(*a, **k))
+                        lambda *a, **k: asked.append(k.get("side_by_side")) or real(*a, **k))
     args = ["--diff", str(H200_TRACE), str(H200_TRACE)] if diff else [str(H200_TRACE)]
     assert command.main(args) == 0
     assert asked and all(asked)

@@ -9,7 +9,8 @@ Modules, one idea each, in the order data flows:
 - input: ``discover`` (which files a PATH means, by the stack's one trace rule in ``lightx2v.trace_files``),
   ``reader`` (streaming JSON events, plain or gzip, into the typed ``records`` or dicts), ``errors`` (the one
   exception for bad input);
-- one file: ``analyze`` (file -> RankSummary, a thin front) over ``collect`` (the one streaming pass), then one
+- one file: ``analyze`` (file -> RankSummary, a thin front) over ``collect`` (the one streaming pass; a large
+  plain file's two halves read side by side by ``halves``), then one
   module per question: ``launch``, ``enclosing`` and ``ids`` (the launch chain: GPU event -> runtime call ->
   enclosing ops), ``attribution`` (GPU time by launching op), ``steps`` (steps by launch, idle by cause), ``series``
   (per-step values), ``kernels``, ``cpu_ops`` over ``optree``, ``memory`` (``[memory]`` events) and

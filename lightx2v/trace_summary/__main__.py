@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         with tqdm(total=total, unit="B", unit_scale=True, desc="reading", file=sys.stderr, disable=None,
                   delay=1.0, leave=False) as bar:
             runs = summarize_runs(runs_files, args.top, bar.update, keep_going=True, peak=args.peak,
-                                  folded=not args.all_frames, frames_beside=True)
+                                  folded=not args.all_frames, side_by_side=True)
     except KeyboardInterrupt:
         return 130
     for run in runs:
@@ -218,7 +218,7 @@ def _summarized(sides: list[RunFiles], top: int, peak: PeakSpec | None, folded: 
     total = sum(_size(path) for run in sides for path in run.files)
     with tqdm(total=total, unit="B", unit_scale=True, desc="reading", file=sys.stderr, disable=None,
               delay=1.0, leave=False) as bar:
-        return summarize_runs(sides, top, bar.update, peak=peak, folded=folded, frames_beside=True)
+        return summarize_runs(sides, top, bar.update, peak=peak, folded=folded, side_by_side=True)
 
 
 def _one_run(path: str) -> RunFiles:

@@ -27,6 +27,7 @@ from .efficiency import TARGET_PCT, efficiency
 from .exposed import rank_comm
 from .flops import MODELED
 from .frames import SKIP_HEAD_FOLDED, FrameIndex, code_line, frame_summary, frame_tree, keeps
+from .halves import NotACut, find_cut, read_halves
 from .kernels import gpu_work
 from .launch import launch_chain
 from .model import (
@@ -67,7 +68,7 @@ def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | N
                   peak: PeakSpec | None = None, target_pct: float = TARGET_PCT,
                   with_efficiency: bool = True, with_frames: bool = True, folded: bool = True,
                   with_comm: bool = True, typed: bool | None = None, also: AlsoRead | None = None,
-                  frames_beside: bool = False) -> RankSummary:
+                  side_by_side: bool = False) -> RankSummary:
     """Read ``path`` once and summarize it; raises TraceError for files that are not complete traces.
 
     ``on_read``: progress callback, see ``TraceStream``; ``peak`` (``--peak``) replaces the device's peak table
@@ -78,33 +79,80 @@ def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | N
     ``with_comm=False`` leaves the collectives out (benchmarks/bench_comm.py measures them). ``typed``:
     the typed reading pass (default ``reader.TYPED``) or the generic one (dicts; same answers, slower);
     ``also``: another answer fed the same batches (its events are then all decoded, generically too);
-    ``frames_beside``: a large trace's Python frames charged in a forked child beside the other tables
-    (``parallel.beside``, where a fork is safe and a core is spare): for our own commands, never in a user's
-    process (the capture hook runs in theirs: a fork there would copy its page tables and share its CUDA state).
+    ``side_by_side``: a forked child shares the work where a fork is safe and a core is spare (``parallel.beside``):
+    a large plain file's second half is read in one (``halves``), a large trace's Python frames are charged in one
+    beside the other tables. For our own commands, never in a user's process (the capture hook runs in theirs: a
+    fork there would copy its page tables and share its CUDA state).
     """
     typed = reader.TYPED if typed is None else typed
-    skip = (SKIP_HEAD_FOLDED if folded else SKIP_HEAD_FRAMES) if with_frames else SKIP_HEAD
-    stream = TraceStream(path, skip_head=skip if also is None else None, on_read=on_read, typed=typed)
-    c = Collected(shapes_of=MODELED if with_efficiency else frozenset(),
-                  frames=keeps(folded) if with_frames else None, args_of=is_comm_name if with_comm else None)
-    mem = memory.MemoryEvents(c.count_malformed)
-    c.attach(mem)
-    for batch in stream.batches():
-        if typed:
-            c.feed_records(batch, stream, stream.generic)
-        else:
-            c.feed(batch)
+
+    def new_pass() -> tuple[Collected, memory.MemoryEvents]:
+        c = Collected(shapes_of=MODELED if with_efficiency else frozenset(),
+                      frames=keeps(folded) if with_frames else None, args_of=is_comm_name if with_comm else None)
+        mem = memory.MemoryEvents(c.count_malformed)
+        c.attach(mem)
+        return c, mem
+
+    cut = find_cut(path) if side_by_side and typed and also is None else None
+    if cut is not None:
+        read = Counted(on_read)
+        try:
+            c, mem, stream = read_halves(path, cut, new_pass, _feed, read)
+        except NotACut:  # read it in one pass, the progress counted once
+            on_read = read.beyond()
+            cut = None
+    if cut is None:
+        skip = (SKIP_HEAD_FOLDED if folded else SKIP_HEAD_FRAMES) if with_frames else SKIP_HEAD
+        stream = TraceStream(path, skip_head=skip if also is None else None, on_read=on_read, typed=typed)
+        c, mem = new_pass()
+        for batch in stream.batches():
+            _feed(c, stream, batch)
+            if also is not None:
+                also.feed(batch, stream)
         if also is not None:
-            also.feed(batch, stream)
-    if also is not None:
-        also.finish(stream)
-    return summarize_collected(c, path, stream, top, mem, peak, target_pct, with_efficiency, folded, frames_beside)
+            also.finish(stream)
+    return summarize_collected(c, path, stream, top, mem, peak, target_pct, with_efficiency, folded, side_by_side)
+
+
+def _feed(c: Collected, stream: TraceStream, batch: list[Any]) -> None:
+    """One batch into the pass: typed records (with the dicts ``stream.generic`` lists), or dicts."""
+    if stream.typed:
+        c.feed_records(batch, stream, stream.generic)
+    else:
+        c.feed(batch)
+
+
+class Counted:
+    """A progress callback that remembers how much it was told, so a second pass over the same file (``halves``
+    gave up on its cut) tells only what lies beyond."""
+
+    def __init__(self, on_read: Callable[[int], object] | None) -> None:
+        self.on_read, self.told = on_read, 0
+
+    def __call__(self, n: int) -> None:
+        self.told += n
+        if self.on_read is not None:
+            self.on_read(n)
+
+    def beyond(self) -> Callable[[int], object] | None:
+        """The callback for the second pass: silent until it has read past what this one told."""
+        if self.on_read is None:
+            return None
+        on_read, told, seen = self.on_read, self.told, 0
+
+        def tell(n: int) -> None:
+            nonlocal seen
+            new = max(0, seen + n - told) - max(0, seen - told)
+            seen += n
+            if new:
+                on_read(new)
+        return tell
 
 
 def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
                         mem: memory.MemoryEvents | None = None, peak: PeakSpec | None = None,
                         target_pct: float = TARGET_PCT, with_efficiency: bool = True,
-                        folded: bool = True, frames_beside: bool = False) -> RankSummary:
+                        folded: bool = True, side_by_side: bool = False) -> RankSummary:
     """The report's figures from one pass's data (``stream``: the finished stream, for its metadata;
     ``mem``: the pass's ``[memory]`` events, if it collected them)."""
     meta = stream.metadata
@@ -143,7 +191,7 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
         return (cpu_op_stats(c, tree), launches(c, group), step_series(c, found, tree, group),
                 efficiency(c, chain, found, device_list, peak, target_pct, top) if with_efficiency else None)
 
-    if frames_beside and len(c.fr_ts) and len(c.op_ts) + len(c.fr_ts) >= BESIDE_MIN_EVENTS:
+    if side_by_side and len(c.fr_ts) and len(c.op_ts) + len(c.fr_ts) >= BESIDE_MIN_EVENTS:
         frames, rest = beside(frames_of_code, the_rest)
     else:
         frames, rest = frames_of_code(), the_rest()

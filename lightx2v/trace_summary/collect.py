@@ -154,6 +154,96 @@ class Collected:
         for collector in extra:
             self.attach(collector)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Its data without its rules (functions, its collectors' methods): a half read in a child process is sent
+        back so (``halves``), and ``extend`` needs only the data."""
+        state = dict(self.__dict__)
+        for rule in ("args_of", "keep_frame", "_extra", "_extra_records"):
+            state[rule] = None if rule in ("args_of", "keep_frame") else {}
+        return state
+
+    def extend(self, later: Collected) -> None:
+        """Append what ``later`` collected from the events that follow this pass's in the file (read with this
+        pass's ``base``): afterwards this holds what one pass over both would have, ids in first-seen order."""
+        offsets = (len(self.op_ts), len(self.lab_ts), len(self.g_lo))
+        ops, labs, gpus = offsets
+        thread = _merge_ids(self.threads, later.threads)
+        name = _merge_ids(self.names, later.names)
+        label = _merge_ids(self.label_names, later.label_names)
+        gpu = _merge_ids(self.gpu_names, later.gpu_names)
+        runtime = _merge_ids(self.rt_names, later.rt_names)
+        frame = {}
+        for text, n in later.frame_names.items():  # -1 (a frame not kept) stays -1
+            mine = self.frame_names.get(text)
+            if mine is None:
+                mine = self._frame_name_kept(text, n >= 0)
+            frame[n] = mine
+        self.events += later.events
+        self.arg_names.update(map(name.__getitem__, later.arg_names))
+        self.arg_kernels.update(map(gpu.__getitem__, later.arg_kernels))
+        self.shaped.update(map(name.__getitem__, later.shaped))
+        self.op_args.update((ops + i, a) for i, a in later.op_args.items())
+        self.lab_args.update((labs + i, a) for i, a in later.lab_args.items())
+        self.g_args.update((gpus + i, a) for i, a in later.g_args.items())
+        shape = {}
+        for (n, dims, types, concrete), s in later.shape_ids.items():
+            key = (name[n], dims, types, concrete)
+            mine = self.shape_ids.get(key)
+            if mine is None:
+                mine = self.shape_ids[key] = len(self.shape_args)
+                self.shape_args.append(later.shape_args[s])
+            shape[s] = mine
+        self.op_shape.update((ops + i, shape[s]) for i, s in later.op_shape.items())
+        self.op_flops.update((ops + i, f) for i, f in later.op_flops.items())
+        for g, nbytes in later.mem_bytes.items():
+            mine = gpu[g]
+            if mine not in self.mem_bytes:
+                self.mem_bytes[mine] = nbytes
+            else:
+                total = self.mem_bytes[mine]
+                self.mem_bytes[mine] = total + nbytes if total is not None and nbytes is not None else None
+        self.fr_thread.extend(map(thread.__getitem__, later.fr_thread))
+        self.fr_name.extend(map(frame.__getitem__, later.fr_name))
+        self.fr_ts.extend(later.fr_ts)
+        self.fr_dur.extend(later.fr_dur)
+        self.op_thread.extend(map(thread.__getitem__, later.op_thread))
+        self.op_name.extend(map(name.__getitem__, later.op_name))
+        self.op_ext.extend(later.op_ext)
+        self.op_ts.extend(later.op_ts)
+        self.op_dur.extend(later.op_dur)
+        self.lab_thread.extend(map(thread.__getitem__, later.lab_thread))
+        self.lab_name.extend(map(label.__getitem__, later.lab_name))
+        self.lab_ts.extend(later.lab_ts)
+        self.lab_dur.extend(later.lab_dur)
+        self.g_name.extend(map(gpu.__getitem__, later.g_name))
+        self.g_lo.extend(later.g_lo)
+        self.g_dur.extend(later.g_dur)
+        self.g_ext.extend(later.g_ext)
+        self.g_corr.extend(later.g_corr)
+        self.g_dev.extend(later.g_dev)
+        self.rt_corr.extend(later.rt_corr)
+        self.rt_ts.extend(later.rt_ts)
+        self.rt_dur.extend(later.rt_dur)
+        self.rt_thread.extend(map(thread.__getitem__, later.rt_thread))
+        self.rt_name.extend(map(runtime.__getitem__, later.rt_name))
+        self.streams.update(later.streams)
+        for mine_steps, their_steps in ((self.cpu_steps, later.cpu_steps), (self.gpu_steps, later.gpu_steps)):
+            for step, (lo, hi) in their_steps.items():
+                window = mine_steps.get(step)
+                if window is None:
+                    mine_steps[step] = [lo, hi]
+                else:
+                    window[0], window[1] = min(window[0], lo), max(window[1], hi)
+        self.span_lo, self.span_hi = min(self.span_lo, later.span_lo), max(self.span_hi, later.span_hi)
+        if self.base is None:
+            self.base = later.base
+        for why, (count, example) in later.malformed.items():
+            entry = self.malformed.get(why)
+            if entry is None:
+                self.malformed[why] = [count, example]
+            else:
+                entry[0] += count
+
     def attach(self, collector: Collector) -> None:
         """Hand ``collector`` the events of its categories from now on (memory.MemoryEvents, for one)."""
         for cat in collector.categories:
@@ -553,7 +643,9 @@ class Collected:
 
     def _frame_name(self, name: str) -> int:
         """A new frame name's id (-1 when ``keep_frame`` drops its frames; off the hot path: once per name)."""
-        keep = self.keep_frame is not None and self.keep_frame(name)
+        return self._frame_name_kept(name, self.keep_frame is not None and self.keep_frame(name))
+
+    def _frame_name_kept(self, name: str, keep: bool) -> int:
         n = self.frame_names[name] = len(self.frame_kept) if keep else -1
         if keep:
             self.frame_kept.append(name)
@@ -678,6 +770,17 @@ class Collected:
             total = self.mem_bytes[g]
             self.mem_bytes[g] = total + nbytes if total is not None and nbytes is not None else None
         return g
+
+
+def _merge_ids(mine: dict[Any, int], theirs: dict[Any, int]) -> dict[int, int]:
+    """Add ``theirs``' keys that ``mine`` lacks (next ids, in their order); their id -> its id in ``mine``."""
+    ids = {}
+    for key, theirs_id in theirs.items():
+        mine_id = mine.get(key)
+        if mine_id is None:
+            mine_id = mine[key] = len(mine)
+        ids[theirs_id] = mine_id
+    return ids
 
 
 def is_label_op(name: str) -> bool:

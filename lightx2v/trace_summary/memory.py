@@ -92,6 +92,23 @@ class MemoryEvents:
     def __len__(self) -> int:
         return len(self.ts)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Its data without its callbacks (a half read in a child process is sent back so: ``halves``)."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_malformed", "_add_ts", "_add_ints")}
+
+    def extend(self, later: MemoryEvents) -> None:
+        """Append the events ``later`` read after this one's in the file (before ``finish``), ids in first-seen
+        order as one pass over both would give them."""
+        width = len(self.FIELDS)
+        ints = array("q", later._ints)
+        for column, mine, theirs in ((0, self.threads, later.threads), (1, self.devices, later.devices)):
+            ids = {theirs_id: mine.setdefault(key, len(mine)) for key, theirs_id in theirs.items()}
+            ints[column::width] = array("q", map(ids.__getitem__, later._ints[column::width]))
+        self._ints.extend(ints)
+        self.ts.extend(later.ts)
+        for device, count in later.oom.items():
+            self.oom[device] = self.oom.get(device, 0) + count
+
     def feed(self, ev: dict[str, Any]) -> None:
         """One ``cpu_instant_event``; keeps ``[memory]`` events, counts ``[OutOfMemory]``, ignores the rest."""
         name = ev.get("name")

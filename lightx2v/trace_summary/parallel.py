@@ -256,6 +256,12 @@ def _stop(proc: Any, conn: Connection) -> None:
     conn.close()
 
 
+def spare_core() -> bool:
+    """Whether ``beside`` forks: a core to spare (not a reading worker, whose core is its file's; two or more
+    cores) and a fork that is safe."""
+    return not _in_worker and available_cores() >= 2 and _fork_safe()
+
+
 def beside(first: Callable[[], T], second: Callable[[], U]) -> tuple[T, U]:
     """``(first(), second())``, ``first`` in a forked child while ``second`` runs here: two analyses of one pass's
     data at once on a machine with a core to spare (the child has the data without a copy: a fork shares its
@@ -263,7 +269,7 @@ def beside(first: Callable[[], T], second: Callable[[], U]) -> tuple[T, U]:
     Linux, a threaded parent), in a reading worker (the cores are the files'), on one core, and whenever the child
     ends without an answer (killed, or ``first`` raised: it runs again here, where an error surfaces as it would
     have)."""
-    if _in_worker or available_cores() < 2 or not _fork_safe():
+    if not spare_core():
         return first(), second()
     ctx = multiprocessing.get_context("fork")
     receive, send = ctx.Pipe(duplex=False)

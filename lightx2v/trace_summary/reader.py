@@ -31,6 +31,10 @@ Gzip: inflated by ISA-L's ``igzip`` (``isal``, the ``fast`` extra) where it is i
 by zlib (``GZIP_LIBRARY``); where isal fails, zlib reads the file again past the bytes already read, so a damaged
 file is said in zlib's words either way.
 
+Part of a file (``part=Part(start, end, before, after)``: a plain file's bytes ``start..end`` read as if
+``before`` came first and ``after`` last; ``halves`` reads a large trace's two halves side by side so): byte
+offsets (``batch_start``, ``events_end``, those in errors) stay the file's own.
+
 Errors: a missing or unreadable file, a gzip or JSON stream that ends early, JSON that is not a trace, all raise
 :class:`TraceError` with a one-line reason.
 """
@@ -42,6 +46,7 @@ import json
 import re
 import zlib
 from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
 from typing import IO, Any
 
 import msgspec
@@ -122,6 +127,49 @@ def last_cut(buf: bytes, start: int) -> tuple[int, int] | None:
         hi = p
 
 
+@dataclass(frozen=True)
+class Part:
+    """A plain file's bytes ``start`` to ``end`` (None: its end), read with ``before`` ahead and ``after`` behind
+    them: the bytes that make that part a trace of its own (``halves``)."""
+
+    start: int
+    end: int | None
+    before: bytes = b""
+    after: bytes = b""
+
+
+class _PartReader:
+    """``Part`` as a file: ``read(n)`` returns ``before``, the file's bytes ``start..end``, then ``after``;
+    ``tell()`` is the file's own position (the progress a caller counts)."""
+
+    def __init__(self, raw: IO[bytes], part: Part) -> None:
+        self._raw = raw
+        self._left = None if part.end is None else part.end - part.start
+        self._before, self._after = part.before, part.after
+        raw.seek(part.start)
+
+    def read(self, n: int) -> bytes:
+        if self._before:
+            data, self._before = self._before, b""
+            return data
+        if self._left != 0:
+            data = self._raw.read(n if self._left is None else min(n, self._left))
+            if self._left is not None:
+                self._left -= len(data)
+                if not data:
+                    self._left = 0  # the file is shorter than the part: it ends here, as the whole file would
+            if data:
+                return data
+        data, self._after = self._after, b""
+        return data
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def close(self) -> None:
+        self._raw.close()
+
+
 def _skip_ws(buf: bytes, pos: int) -> int:
     """The position of the first non-whitespace byte at or after ``pos``."""
     match = _WS.match(buf, pos)
@@ -133,7 +181,8 @@ class TraceStream:
 
     def __init__(self, path: str, chunk_bytes: int = CHUNK_BYTES, skip_head: bytes | None = None,
                  on_read: Callable[[int], object] | None = None,
-                 on_skipped: Callable[[memoryview], object] | None = None, typed: bool = False):
+                 on_skipped: Callable[[memoryview], object] | None = None, typed: bool = False,
+                 part: Part | None = None):
         """``on_read(n)``: called as the file is consumed, with the bytes read from disk since the last call
         (compressed bytes for gzip), so a progress bar can count against the file's size.
 
@@ -151,6 +200,8 @@ class TraceStream:
 
         ``typed``: batches of :class:`records.Event` (see the module's docstring); ``skip_head`` and
         ``on_skipped`` are then not used.
+
+        ``part``: only that part of a plain file (see the module's docstring; a gzip file is an error then).
         """
         self.path = str(path)
         self.chunk_bytes = chunk_bytes
@@ -168,6 +219,7 @@ class TraceStream:
         self._raw_pos = 0
         self._on_read = on_read
         self._on_skipped = on_skipped
+        self._part = part
         self._buf = b""
         self._pos = 0
         self._base = 0  # absolute offset of _buf[0] in the decompressed stream
@@ -217,7 +269,7 @@ class TraceStream:
         start, end = self._spans[i]  # type: ignore[index]
         return memoryview(self._piece)[start:end]
 
-    def batches(self) -> Iterator[list[Any]]:
+    def batches(self) -> Generator[list[Any], None, None]:
         """The events in lists (one per buffer chunk): far fewer generator hops than one event at a time; dicts,
         or typed records (``typed``) with dicts at the indexes ``generic`` lists."""
         self._open()
@@ -242,6 +294,15 @@ class TraceStream:
             raw.close()
             raise TraceError(self.path, f"cannot read ({exc.strerror or exc})") from None
         self.compressed = magic == _GZIP_MAGIC  # by content, not by name: a misnamed file still reads
+        if self._part is not None:
+            if self.compressed:
+                raw.close()
+                raise TraceError(self.path, "a part of a gzip file cannot be read on its own")
+            self._raw = self._file = _PartReader(raw, self._part)  # type: ignore[assignment]
+            self._raw_pos = self._part.start
+            self._base = self._part.start - len(self._part.before)  # offsets stay the file's
+            self._fast_gzip = False
+            return
         self._raw = raw
         self._fast_gzip = self.compressed and GZIP_LIBRARY == "isal"
         self._file = (_isal_gzip.IGzipFile(fileobj=raw, mode="rb") if self._fast_gzip

@@ -39,20 +39,20 @@ def summarize_runs(runs: list[RunFiles], top: int = 10, on_read: Callable[[int],
                    keep_going: bool = False, peak: PeakSpec | None = None, folded: bool = True,
                    typed: bool | None = None, also: Callable[[str], AlsoRead | None] | None = None,
                    workers: int | None = None, on_start: Callable[[str, int], object] | None = None,
-                   with_comm: bool = True, frames_beside: bool = False) -> list[RunSummary]:
+                   with_comm: bool = True, side_by_side: bool = False) -> list[RunSummary]:
     """The runs' summaries, all their files read side by side; ``on_read`` gets the bytes read from disk as they
     are read, across all of them (for one progress bar); ``folded=False`` keeps library frames in the frame answers
     (``--all-frames``); ``typed``: the reading pass (default ``reader.TYPED``); ``also(path)``: another answer
     made in each file's pass (``analyze_trace(also=...)``; made in the worker: a picklable callable);
     ``workers``/``on_start``: ``parallel.read_files``'; ``with_comm=False`` leaves the communication answers out
-    (benchmarks/bench_comm.py measures them); ``frames_beside``: ``analyze_trace``'s (the command's choice).
+    (benchmarks/bench_comm.py measures them); ``side_by_side``: ``analyze_trace``'s (the command's choice).
 
     A rank file that cannot be read raises TraceError (the first such file in the runs' order); with
     ``keep_going`` it is listed in its run's ``damaged_files`` instead and the other ranks are summarized
     (``ranks`` is empty when none could be read).
     """
     work = partial(_rank, top=top, peak=peak, folded=folded, typed=reader.TYPED if typed is None else typed,
-                   also=also, with_comm=with_comm, frames_beside=frames_beside)
+                   also=also, with_comm=with_comm, side_by_side=side_by_side)
     paths = [path for run in runs for path in run.files]
     outcomes = iter(read_files(paths, work, on_read, workers, stop_on_error=not keep_going, on_start=on_start))
     done = []
@@ -73,11 +73,11 @@ def summarize_runs(runs: list[RunFiles], top: int = 10, on_read: Callable[[int],
 
 def _rank(path: str, on_read: Callable[[int], object] | None, top: int, peak: PeakSpec | None, folded: bool,
           typed: bool, also: Callable[[str], AlsoRead | None] | None, with_comm: bool,
-          frames_beside: bool) -> RankSummary:
+          side_by_side: bool) -> RankSummary:
     """One file's summary (what a worker does)."""
     return analyze_trace(path, top, on_read, peak, folded=folded, typed=typed,
                          also=also(path) if also is not None else None, with_comm=with_comm,
-                         frames_beside=frames_beside)
+                         side_by_side=side_by_side)
 
 
 def _run_summary(run: RunFiles, ranks: list[RankSummary], damaged: list[DamagedFile], top: int,

@@ -1,0 +1,165 @@
+"""One large plain trace read in two halves side by side (``halves``): the same summary as one pass, byte for byte.
+
+Every figure of the summary is compared (its ``repr``) with one pass's on the three corpora (decompressed: a
+gzip file is never cut) and on a trace holding each class of malformed event, cut at every ``}, {`` it has:
+between events (read in halves), inside a name and between objects nested in an event (no cut: one pass).
+A file cut off, or malformed, in its second half: one pass's error, word for word, byte offsets included.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+
+import pytest
+from test_typed_reading import CORPUS, GOOD, MALFORMED, MEM, corpus_id
+
+from lightx2v.trace_summary import analyze, halves, parallel
+from lightx2v.trace_summary.errors import TraceError
+from lightx2v.trace_summary.reader import _EVENT_SEP
+
+from conftest import H200_TRACE
+from helpers.summary import cpu_op, trace_doc, write_json
+
+
+@pytest.fixture
+def spare_core(monkeypatch):
+    """The command's machine: two cores, this process alone (an xdist worker may have another test's thread)."""
+    monkeypatch.setattr(parallel, "available_cores", lambda: 2)
+    monkeypatch.setattr(parallel.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(parallel, "_in_worker", False)
+
+
+@pytest.fixture
+def halves_read(monkeypatch, spare_core):
+    """Every file is cut (no size floor); the list says, per summary, whether it was read in halves."""
+    monkeypatch.setattr(halves, "HALVES_MIN_BYTES", 0)
+    said: list[bool] = []
+    real = analyze.read_halves
+
+    def spy(*args, **kwargs):
+        in_halves = True  # an answer, or the second half's TraceError
+        try:
+            return real(*args, **kwargs)
+        except halves.NotACut:
+            in_halves = False
+            raise
+        finally:
+            said.append(in_halves)
+
+    monkeypatch.setattr(analyze, "read_halves", spy)
+    return said
+
+
+def outcome(path, **kwargs) -> str:
+    """The summary's every figure, or the error's words."""
+    try:
+        return repr(analyze.analyze_trace(str(path), **kwargs))
+    except TraceError as exc:
+        return f"TraceError: {exc}"
+
+
+def plain(tmp_path, path):
+    target = tmp_path / path.name.removesuffix(".gz")
+    target.write_bytes(gzip.decompress(path.read_bytes()))
+    return target
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=corpus_id)
+def test_a_trace_read_in_halves_is_the_same_summary(tmp_path, monkeypatch, halves_read, path):
+    trace = plain(tmp_path, path)
+    one_pass = outcome(trace)
+    assert not halves_read and "TraceError" not in one_pass  # the capture hook's call (side_by_side=False)
+    assert outcome(trace, side_by_side=True) == one_pass  # cut at the middle (a small file's may be no cut)
+    data = trace.read_bytes()
+    middle = len(data) // 2
+    for m in sorted(_EVENT_SEP.finditer(data), key=lambda m: abs(m.start() - middle))[:200]:
+        if halves_read[-1]:
+            break  # the summary was read in halves
+        monkeypatch.setattr(analyze, "find_cut", lambda path, m=m: halves.Cut(m.start() + 1, m.end() - 1))
+        assert outcome(trace, side_by_side=True) == one_pass
+    assert halves_read[-1]
+
+
+def test_every_cut_gives_the_same_summary_or_one_pass(tmp_path, monkeypatch, halves_read):
+    events = [*GOOD, MEM] + [e for kind in MALFORMED.values() for e in kind] + [*GOOD[-3:]]
+    nested = cpu_op("aten::cat", 1000600, 1000610)
+    nested["args"]["Input Dims"] = [{"a": 1}, {"b": 2}]  # objects nested in an event: a "}, {" that is no cut
+    doc = trace_doc([*events, nested, *GOOD[:3]])
+    doc["deviceProperties"] = doc.pop("deviceProperties") * 2  # after the events: "}, {" in a list of objects
+    trace = write_json(tmp_path / "t.pt.trace.json", doc)
+    data = trace.read_bytes()
+    one_pass = outcome(trace)
+    cuts = [halves.Cut(m.start() + 1, m.end() - 1) for m in _EVENT_SEP.finditer(data)]
+    for cut in cuts:
+        monkeypatch.setattr(analyze, "find_cut", lambda path, cut=cut: cut)
+        assert outcome(trace, side_by_side=True) == one_pass, cut
+    between_events = len(events) + 3  # one separator after each event but the last
+    assert halves_read.count(True) == between_events
+    assert halves_read.count(False) == len(cuts) - between_events >= 4  # in two names, nested, after the events
+
+
+@pytest.mark.parametrize("damage", ["cut off", "cut off in a string", "malformed"])
+def test_a_second_half_that_cannot_be_read_is_the_file_s_error_in_one_pass_s_words(tmp_path, halves_read, damage):
+    data = plain(tmp_path, H200_TRACE).read_bytes()
+    at = len(data) * 3 // 4
+    if damage == "cut off":
+        data = data[:at]
+    elif damage == "cut off in a string":
+        data = data[:data.index(b'"name": "', at) + 12]
+    else:
+        at = data.index(b'"ts":', at)
+        data = data[:at] + b'"ts" 5' + data[at + 5:]
+    trace = tmp_path / "damaged.json"
+    trace.write_bytes(data)
+    one_pass = outcome(trace)
+    assert one_pass.startswith("TraceError: ")
+    if damage == "malformed":
+        assert f"at byte {at + 5}:" in one_pass  # the file's own offset (past "ts" and a space)
+    assert outcome(trace, side_by_side=True) == one_pass
+    assert halves_read == [True]  # the first half was read: the error is the second's
+
+
+def test_the_progress_counts_the_file_once_whichever_way_it_is_read(tmp_path, monkeypatch, halves_read):
+    trace = plain(tmp_path, H200_TRACE)
+    read: list[int] = []
+    analyze.analyze_trace(str(trace), on_read=read.append, side_by_side=True)
+    assert sum(read) == os.path.getsize(trace) and len(read) >= 2 and halves_read == [True]
+    trace = write_json(tmp_path / "t.pt.trace.json", trace_doc([*GOOD, cpu_op("a }, { b", 1000900, 1000950), *GOOD]))
+    inside = trace.read_bytes().index(b"}, {") + 1  # a cut inside a name: the first half is read, then one pass
+    monkeypatch.setattr(analyze, "find_cut", lambda path: halves.Cut(inside, inside + 2))
+    read.clear()
+    analyze.analyze_trace(str(trace), on_read=read.append, side_by_side=True)
+    assert halves_read == [True, False] and sum(read) == os.path.getsize(trace)
+
+
+def test_a_child_that_dies_leaves_its_half_to_be_read_here(tmp_path, monkeypatch, halves_read):
+    trace = plain(tmp_path, H200_TRACE)
+    one_pass = outcome(trace)
+    here = os.getpid()
+    real = halves.TraceStream
+
+    def dies_in_the_child(*args, **kwargs):
+        if os.getpid() != here:
+            os._exit(3)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(halves, "TraceStream", dies_in_the_child)
+    assert outcome(trace, side_by_side=True) == one_pass and halves_read == [True]
+
+
+def test_no_cut_where_halves_would_not_help_or_cannot_be(tmp_path, monkeypatch, spare_core):
+    trace = plain(tmp_path, H200_TRACE)
+    monkeypatch.setattr(halves, "HALVES_MIN_BYTES", 0)
+    cut = halves.find_cut(str(trace))
+    assert cut is not None and trace.read_bytes()[cut.head_end - 1:cut.tail_start + 1].startswith(b"}")
+    assert halves.find_cut(str(H200_TRACE)) is None  # gzip: no reading from its middle
+    array_doc = tmp_path / "array.json"
+    array_doc.write_text('[{"ph": "X", "ts": 1}, {"ph": "X", "ts": 2}]')
+    assert halves.find_cut(str(array_doc)) is None  # Chrome's array form: one pass
+    assert halves.find_cut(str(tmp_path / "missing.json")) is None  # one pass says why
+    monkeypatch.setattr(halves, "HALVES_MIN_BYTES", os.path.getsize(trace) + 1)
+    assert halves.find_cut(str(trace)) is None  # small
+    monkeypatch.setattr(halves, "HALVES_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "available_cores", lambda: 1)
+    assert halves.find_cut(str(trace)) is None  # no core to spare

@@ -4,10 +4,10 @@
     python benchmarks/bench_reading.py --size-mb 216 --rank-mb 50 --index-mb 400   # a quicker look
 
 1. ``trace_summary --json`` of a with_stack replica of >= 600 MB against ``orjson.loads`` of the same file, each in a
-   fresh process (goal: at most 0.6x), its peak RSS against the file's size (goal: at most 0.3x; the forked child
-   that charges the Python frames shares the parent's pages, and the larger of the two counts), the same command
-   with the frames charged in turn (no fork: ``parallel.beside`` on one core), and the generic (dict) reading pass
-   on the same file (what the typed one replaced);
+   fresh process (goal: at most 0.6x), its peak RSS against the file's size (goal: at most 0.3x; the forked
+   children that read the second half and charge the Python frames share the parent's pages, and the largest of
+   the processes counts), the same command on one core (no fork: the file in one pass, the frames in turn), and
+   the generic (dict) reading pass on the same file (what the typed one replaced);
 2. a 4-rank run (4 files of 150 MB) read side by side (the command on the run's folder) against its four files
    read one after another in one process (``summarize_runs(workers=1)``; goal on 2 cores: at most 0.65x);
 3. the Timeline's step index of a 2 GB replica (``step_index.build_index``) against the summary of the same file
@@ -112,12 +112,12 @@ def main() -> int:
         in_turn = best(IN_TURN, [str(big)], work, args.repeat)
         print(line("trace_summary --json", summary, mb))
         print(line("orjson.loads (fresh process)", baseline, mb))
-        print(line("trace_summary --json, frames in turn (no fork)", in_turn, mb))
+        print(line("trace_summary --json, one core (no fork)", in_turn, mb))
         if not args.skip_generic:
             print(line("trace_summary --json, generic (dict) pass", best(GENERIC, [str(big)], work, 1), mb))
         verdicts.append(verdict("summary / orjson.loads", summary["wall_s"] / baseline["wall_s"], GOAL_ORJSON))
         verdicts.append(verdict("summary peak RSS / file", summary["rss_mb"] / mb, GOAL_RSS))
-        verdicts.append(f"frames charged beside the other tables / in turn: "
+        verdicts.append(f"halves side by side and frames beside the other tables / one core: "
                         f"{summary['wall_s'] / in_turn['wall_s']:.2f}x")
 
         # 4. gzip against its plain twin (the big file, level 6), and each library's decompression alone

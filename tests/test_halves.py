@@ -1,7 +1,7 @@
 """One large plain trace read in two halves side by side (``halves``): the same summary as one pass, byte for byte.
 
-Every figure of the summary is compared (its ``repr``) with one pass's on the three corpora (decompressed: a
-gzip file is never cut) and on a trace holding each class of malformed event, cut at every ``}, {`` it has:
+Every figure of the summary is compared (its ``repr``) with one pass's on the three corpora (gzip, as they are,
+and decompressed) and on a trace holding each class of malformed event, cut at every ``}, {`` it has:
 between events (read in halves), inside a name and between objects nested in an event (no cut: one pass).
 A file cut off, or malformed, in its second half: one pass's error, word for word, byte offsets included.
 """
@@ -12,13 +12,14 @@ import gzip
 import os
 
 import pytest
+from test_gzip_reading import LIBRARIES
 from test_typed_reading import CORPUS, GOOD, MALFORMED, MEM, corpus_id
 
-from lightx2v.trace_summary import analyze, halves, parallel
+from lightx2v.trace_summary import analyze, halves, parallel, reader
 from lightx2v.trace_summary.errors import TraceError
 from lightx2v.trace_summary.reader import _EVENT_SEP
 
-from conftest import H200_TRACE
+from conftest import H200_TRACE, missing_tool
 from helpers.summary import cpu_op, trace_doc, write_json
 
 
@@ -65,13 +66,14 @@ def plain(tmp_path, path):
     return target
 
 
+@pytest.mark.parametrize("packed", [False, True], ids=["plain", "gzip"])
 @pytest.mark.parametrize("path", CORPUS, ids=corpus_id)
-def test_a_trace_read_in_halves_is_the_same_summary(tmp_path, monkeypatch, halves_read, path):
-    trace = plain(tmp_path, path)
+def test_a_trace_read_in_halves_is_the_same_summary(tmp_path, monkeypatch, halves_read, path, packed):
+    trace = path if packed else plain(tmp_path, path)
     one_pass = outcome(trace)
     assert not halves_read and "TraceError" not in one_pass  # the capture hook's call (side_by_side=False)
     assert outcome(trace, side_by_side=True) == one_pass  # cut at the middle (a small file's may be no cut)
-    data = trace.read_bytes()
+    data = gzip.decompress(path.read_bytes())
     middle = len(data) // 2
     for m in sorted(_EVENT_SEP.finditer(data), key=lambda m: abs(m.start() - middle))[:200]:
         if halves_read[-1]:
@@ -153,7 +155,7 @@ def test_no_cut_where_halves_would_not_help_or_cannot_be(tmp_path, monkeypatch, 
     monkeypatch.setattr(halves, "HALVES_MIN_BYTES", 0)
     cut = halves.find_cut(str(trace))
     assert cut is not None and trace.read_bytes()[cut.head_end - 1:cut.tail_start + 1].startswith(b"}")
-    assert halves.find_cut(str(H200_TRACE)) is None  # gzip: no reading from its middle
+    assert halves.find_cut(str(H200_TRACE)) == cut  # gzip: the same cut, in the inflated bytes
     array_doc = tmp_path / "array.json"
     array_doc.write_text('[{"ph": "X", "ts": 1}, {"ph": "X", "ts": 2}]')
     assert halves.find_cut(str(array_doc)) is None  # Chrome's array form: one pass
@@ -163,3 +165,68 @@ def test_no_cut_where_halves_would_not_help_or_cannot_be(tmp_path, monkeypatch, 
     monkeypatch.setattr(halves, "HALVES_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "available_cores", lambda: 1)
     assert halves.find_cut(str(trace)) is None  # no core to spare
+
+
+def intact_cut(monkeypatch, trace):
+    """The cut of ``trace`` as it is now, for every later summary (a cut-off gzip file's trailer tells no size)."""
+    cut = halves.find_cut(str(trace))
+    assert cut is not None
+    monkeypatch.setattr(analyze, "find_cut", lambda path: cut)
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+@pytest.mark.parametrize("damage", ["cut off", "crc"])
+def test_a_damaged_gzip_trace_s_second_half_is_one_pass_s_error(tmp_path, monkeypatch, halves_read, library, damage):
+    monkeypatch.setattr(reader, "GZIP_LIBRARY", library)
+    data = H200_TRACE.read_bytes()
+    trace = tmp_path / "t.pt.trace.json.gz"
+    trace.write_bytes(data)
+    intact_cut(monkeypatch, trace)
+    trace.write_bytes(data[:len(data) * 3 // 4] if damage == "cut off" else data[:-8] + bytes(4) + data[-4:])
+    one_pass = outcome(trace)
+    assert one_pass.startswith("TraceError: ")
+    assert outcome(trace, side_by_side=True) == one_pass
+    assert halves_read == [True]
+
+
+def test_where_isal_gives_up_zlib_goes_on_in_each_half(tmp_path, monkeypatch, halves_read):
+    if "isal" not in LIBRARIES:
+        missing_tool("isal (pip install -e '.[fast]')")
+    monkeypatch.setattr(reader, "GZIP_LIBRARY", "isal")
+    intact_cut(monkeypatch, H200_TRACE)
+    one_pass = outcome(H200_TRACE)
+    gave_up = tmp_path / "gave_up"
+
+    class GivesUp(reader._isal_gzip.IGzipFile):
+        """Its first read works (the second half's: the bytes it skips), the next one fails."""
+        reads = 0
+
+        def read(self, *args):
+            self.reads += 1
+            if self.reads > 1:
+                with open(gave_up, "a") as said:  # the child's: a file tells the parent
+                    said.write(f"{os.getpid()}\n")
+                raise OSError("isal gave up")
+            return super().read(*args)
+
+    monkeypatch.setattr(reader._isal_gzip, "IGzipFile", GivesUp)
+    assert outcome(H200_TRACE, side_by_side=True) == one_pass and "TraceError" not in one_pass
+    assert halves_read == [True]
+    assert set(gave_up.read_text().split()) - {str(os.getpid())}  # in the child, past the bytes its half skips
+
+
+def test_a_gzip_trace_s_progress_counts_each_byte_on_disk_once(tmp_path, monkeypatch, halves_read):
+    ops = [cpu_op(f"aten::{os.urandom(24).hex()}", 1000000 + i, 1000000.5 + i) for i in range(30_000)]
+    trace = write_json(tmp_path / "rank0.pt.trace.json.gz", trace_doc(ops), gz=True, indent=None)  # 2 MB on disk
+    size = trace.stat().st_size
+    read: list[int] = []
+    analyze.analyze_trace(str(trace), on_read=read.append, side_by_side=True)
+    assert sum(read) == size and halves_read == [True]  # the reader reads ahead of the cut: not counted twice
+    cut = halves.find_cut(str(trace))
+    for library in LIBRARIES:
+        monkeypatch.setattr(reader, "GZIP_LIBRARY", library)
+        read.clear()
+        tail = reader.TraceStream(str(trace), on_read=read.append, typed=True,
+                                  part=reader.Part(cut.tail_start, None, before=halves.TAIL_OPEN))
+        assert len(list(tail)) > 10_000
+        assert 0.4 * size < sum(read) < 0.6 * size  # from the file's position once the first half is skipped

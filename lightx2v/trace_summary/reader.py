@@ -31,9 +31,10 @@ Gzip: inflated by ISA-L's ``igzip`` (``isal``, the ``fast`` extra) where it is i
 by zlib (``GZIP_LIBRARY``); where isal fails, zlib reads the file again past the bytes already read, so a damaged
 file is said in zlib's words either way.
 
-Part of a file (``part=Part(start, end, before, after)``: a plain file's bytes ``start..end`` read as if
-``before`` came first and ``after`` last; ``halves`` reads a large trace's two halves side by side so): byte
-offsets (``batch_start``, ``events_end``, those in errors) stay the file's own.
+Part of a file (``part=Part(start, end, before, after)``: the JSON bytes ``start..end`` read as if ``before``
+came first and ``after`` last; ``halves`` reads a large trace's two halves side by side so; a gzip file's part
+starts after its first ``start`` bytes are inflated and dropped): byte offsets (``batch_start``,
+``events_end``, those in errors) stay the JSON's own.
 
 Errors: a missing or unreadable file, a gzip or JSON stream that ends early, JSON that is not a trace, all raise
 :class:`TraceError` with a one-line reason.
@@ -106,6 +107,14 @@ def _typed_event(data: memoryview) -> Any:
         return _fast_loads(data)
 
 
+def inflating(raw: IO[bytes], compressed: bool) -> Any:
+    """The JSON bytes of an open file: the file itself, or its gzip reader (isal's where installed)."""
+    if not compressed:
+        return raw
+    return _isal_gzip.IGzipFile(fileobj=raw, mode="rb") if GZIP_LIBRARY == "isal" else gzip.GzipFile(fileobj=raw,
+                                                                                                       mode="rb")
+
+
 def last_cut(buf: bytes, start: int) -> tuple[int, int] | None:
     """(just past the '}', the '{') of the last ``}, {`` in ``buf`` after ``start``; None when there is none.
 
@@ -129,8 +138,9 @@ def last_cut(buf: bytes, start: int) -> tuple[int, int] | None:
 
 @dataclass(frozen=True)
 class Part:
-    """A plain file's bytes ``start`` to ``end`` (None: its end), read with ``before`` ahead and ``after`` behind
-    them: the bytes that make that part a trace of its own (``halves``)."""
+    """A file's JSON bytes ``start`` to ``end`` (None: its end; offsets in the decompressed stream of a gzip
+    file), read with ``before`` ahead and ``after`` behind them: the bytes that make that part a trace of its own
+    (``halves``)."""
 
     start: int
     end: int | None
@@ -139,35 +149,46 @@ class Part:
 
 
 class _PartReader:
-    """``Part`` as a file: ``read(n)`` returns ``before``, the file's bytes ``start..end``, then ``after``;
-    ``tell()`` is the file's own position (the progress a caller counts)."""
+    """``Part`` as a stream: ``read(n)`` returns ``before``, the JSON bytes ``start..end``, then ``after``.
 
-    def __init__(self, raw: IO[bytes], part: Part) -> None:
-        self._raw = raw
-        self._left = None if part.end is None else part.end - part.start
+    ``inner`` is the file (seeked to ``start``) or its gzip reader (``start`` bytes read and dropped first, on the
+    first read, so that an error there is met where the reader handles one); ``position``: the bytes taken from
+    ``inner`` so far, where a zlib reader that replaces a failed isal one goes on; ``counted_from``: the file's
+    position once the skipped bytes are behind (progress counts from there)."""
+
+    def __init__(self, inner: Any, raw: IO[bytes], part: Part, compressed: bool) -> None:
+        self.inner, self._raw = inner, raw
+        self._skip = part.start if compressed else 0
+        if not compressed:
+            raw.seek(part.start)
+        self.position = 0 if compressed else part.start
+        self.counted_from = raw.tell()
+        self._end = part.end
         self._before, self._after = part.before, part.after
-        raw.seek(part.start)
 
     def read(self, n: int) -> bytes:
+        while self._skip:
+            dropped = len(self.inner.read(min(self._skip, CHUNK_BYTES)))
+            if not dropped:
+                self._skip = 0  # the stream ends before the part starts: it is empty
+                self._end = self.position
+            self._skip = max(0, self._skip - dropped)
+            self.position += dropped
+            self.counted_from = self._raw.tell()
         if self._before:
             data, self._before = self._before, b""
             return data
-        if self._left != 0:
-            data = self._raw.read(n if self._left is None else min(n, self._left))
-            if self._left is not None:
-                self._left -= len(data)
-                if not data:
-                    self._left = 0  # the file is shorter than the part: it ends here, as the whole file would
+        if self._end is None or self.position < self._end:
+            data = self.inner.read(n if self._end is None else min(n, self._end - self.position))
+            self.position += len(data)
             if data:
                 return data
+            self._end = self.position  # the file is shorter than the part: it ends here, as the whole file would
         data, self._after = self._after, b""
         return data
 
-    def tell(self) -> int:
-        return self._raw.tell()
-
     def close(self) -> None:
-        self._raw.close()
+        self.inner.close()
 
 
 def _skip_ws(buf: bytes, pos: int) -> int:
@@ -201,7 +222,7 @@ class TraceStream:
         ``typed``: batches of :class:`records.Event` (see the module's docstring); ``skip_head`` and
         ``on_skipped`` are then not used.
 
-        ``part``: only that part of a plain file (see the module's docstring; a gzip file is an error then).
+        ``part``: only that part of the file's JSON (see the module's docstring).
         """
         self.path = str(path)
         self.chunk_bytes = chunk_bytes
@@ -214,12 +235,13 @@ class TraceStream:
         self.metadata: dict[str, Any] = {}
         self.compressed = False
         self.bytes_read = 0  # decompressed JSON bytes consumed so far
-        self._file: gzip.GzipFile | IO[bytes]  # set by _open: the decompressed stream
+        self._file: Any  # set by _open: the decompressed stream (the file, a gzip reader, a part of either)
         self._raw: IO[bytes]  # the file on disk, under the gzip reader if any
         self._raw_pos = 0
         self._on_read = on_read
         self._on_skipped = on_skipped
         self._part = part
+        self._part_reader: _PartReader | None = None
         self._buf = b""
         self._pos = 0
         self._base = 0  # absolute offset of _buf[0] in the decompressed stream
@@ -294,19 +316,13 @@ class TraceStream:
             raw.close()
             raise TraceError(self.path, f"cannot read ({exc.strerror or exc})") from None
         self.compressed = magic == _GZIP_MAGIC  # by content, not by name: a misnamed file still reads
-        if self._part is not None:
-            if self.compressed:
-                raw.close()
-                raise TraceError(self.path, "a part of a gzip file cannot be read on its own")
-            self._raw = self._file = _PartReader(raw, self._part)  # type: ignore[assignment]
-            self._raw_pos = self._part.start
-            self._base = self._part.start - len(self._part.before)  # offsets stay the file's
-            self._fast_gzip = False
-            return
         self._raw = raw
         self._fast_gzip = self.compressed and GZIP_LIBRARY == "isal"
-        self._file = (_isal_gzip.IGzipFile(fileobj=raw, mode="rb") if self._fast_gzip
-                      else gzip.GzipFile(fileobj=raw, mode="rb") if self.compressed else raw)
+        self._file = inflating(raw, self.compressed)
+        if self._part is not None:
+            self._file = self._part_reader = _PartReader(self._file, raw, self._part, self.compressed)
+            self._raw_pos = self._part_reader.counted_from
+            self._base = self._part.start - len(self._part.before)  # offsets stay the file's
 
     def _read(self) -> bytes:
         if self._fast_gzip:
@@ -320,19 +336,24 @@ class TraceStream:
         """Go on with zlib where isal failed: from the file's start, past the bytes already read (the same bytes),
         so a damaged file is said in zlib's words, and a stream only isal refuses is read."""
         self._fast_gzip = False
-        self._file.close()
+        part = self._part_reader
+        (part.inner if part is not None else self._file).close()
         self._raw.seek(0)
-        self._file = gzip.GzipFile(fileobj=self._raw, mode="rb")
-        left = self.bytes_read
+        inflate = gzip.GzipFile(fileobj=self._raw, mode="rb")
+        left = part.position if part is not None else self.bytes_read
         while left:
-            skipped = len(self._read_zlib(min(left, self.chunk_bytes)))
+            skipped = len(self._read_zlib(min(left, self.chunk_bytes), inflate))
             if not skipped:
                 break
             left -= skipped
+        if part is not None:
+            part.inner = inflate
+        else:
+            self._file = inflate
 
-    def _read_zlib(self, n: int) -> bytes:
+    def _read_zlib(self, n: int, inflate: Any = None) -> bytes:
         try:
-            return self._file.read(n)
+            return (self._file if inflate is None else inflate).read(n)
         except EOFError:
             raise TraceError(self.path, "truncated gzip stream (the file was cut off while being written?)") from None
         except (gzip.BadGzipFile, zlib.error) as exc:
@@ -344,6 +365,8 @@ class TraceStream:
         """Append the next chunk to the buffer, dropping what was already consumed."""
         data = self._read()
         if self._on_read is not None:
+            if self._part_reader is not None:  # the bytes a part skips are not its to count
+                self._raw_pos = max(self._raw_pos, self._part_reader.counted_from)
             position = self._raw.tell()
             if position > self._raw_pos:  # (after isal gave way to zlib, the file is read again from its start)
                 self._on_read(position - self._raw_pos)

@@ -92,8 +92,11 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/efficiency.py": ["tests/test_efficiency_rules.py"],
     "lightx2v/trace_summary/efficiency_diff.py": ["tests/test_efficiency_diff_rules.py"],
     # the pass's rules on dicts, and typed against generic on a trace of each malformed class
-    "lightx2v/trace_summary/collect.py": ["tests/test_collect_rules.py", "tests/test_typed_reading.py", "-k",
-                                          "collect_rules or malformed_class or rejected or collective"],
+    "lightx2v/trace_summary/collect.py": ["tests/test_collect_rules.py", "tests/test_typed_reading.py",
+                                          "tests/test_halves.py", "-k",
+                                          "collect_rules or malformed_class or rejected or collective or every_cut"],
+    # a file read in halves: cut everywhere, damaged, its progress (not the corpus: 60 cases, seconds a mutant)
+    "lightx2v/trace_summary/halves.py": ["tests/test_halves.py", "-k", "not a_trace_read_in_halves"],
     # workers forked in this process (mutants reach them); not the script started as a child process
     "lightx2v/trace_summary/parallel.py": ["tests/test_parallel_reading.py", "-k", "not main_guard"],
     # the models on hand-made shapes (not tests/test_trace_summary_flops.py: a torch capture per case)

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import gzip
 import os
+from array import array
 
 import pytest
 from test_gzip_reading import LIBRARIES
 from test_typed_reading import CORPUS, GOOD, MALFORMED, MEM, corpus_id
 
 from lightx2v.trace_summary import analyze, halves, parallel, reader
+from lightx2v.trace_summary.collect import COLUMNS, Collected
 from lightx2v.trace_summary.errors import TraceError
 from lightx2v.trace_summary.reader import _EVENT_SEP
 
@@ -230,3 +232,8 @@ def test_a_gzip_trace_s_progress_counts_each_byte_on_disk_once(tmp_path, monkeyp
                                   part=reader.Part(cut.tail_start, None, before=halves.TAIL_OPEN))
         assert len(list(tail)) > 10_000
         assert 0.4 * size < sum(read) < 0.6 * size  # from the file's position once the first half is skipped
+
+
+def test_every_array_the_pass_fills_is_appended_by_extend():
+    """A new per-event array in ``Collected`` must say which ids it holds, or a half's would be lost."""
+    assert {k for k, v in vars(Collected()).items() if isinstance(v, array)} == set(COLUMNS)

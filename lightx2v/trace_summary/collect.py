@@ -102,6 +102,17 @@ class RecordSource(Protocol):
     def comm_of(self, record: Event) -> Comm | None: ...
 
 
+# The per-event arrays, and the ids each holds (None: times and links, kept as they are): renumbered when a pass
+# over the events that follow is appended (``Collected.extend``).
+COLUMNS: dict[str, str | None] = {
+    "fr_thread": "thread", "fr_name": "frame", "fr_ts": None, "fr_dur": None,
+    "op_thread": "thread", "op_name": "name", "op_ext": None, "op_ts": None, "op_dur": None,
+    "lab_thread": "thread", "lab_name": "label", "lab_ts": None, "lab_dur": None,
+    "g_name": "gpu", "g_lo": None, "g_dur": None, "g_ext": None, "g_corr": None, "g_dev": None,
+    "rt_thread": "thread", "rt_name": "runtime", "rt_corr": None, "rt_ts": None, "rt_dur": None,
+}
+
+
 class Collected:
     """The pass's state; ``feed`` batches of events into it, then hand it to the analysis modules."""
 
@@ -202,30 +213,10 @@ class Collected:
             else:
                 total = self.mem_bytes[mine]
                 self.mem_bytes[mine] = total + nbytes if total is not None and nbytes is not None else None
-        self.fr_thread.extend(map(thread.__getitem__, later.fr_thread))
-        self.fr_name.extend(map(frame.__getitem__, later.fr_name))
-        self.fr_ts.extend(later.fr_ts)
-        self.fr_dur.extend(later.fr_dur)
-        self.op_thread.extend(map(thread.__getitem__, later.op_thread))
-        self.op_name.extend(map(name.__getitem__, later.op_name))
-        self.op_ext.extend(later.op_ext)
-        self.op_ts.extend(later.op_ts)
-        self.op_dur.extend(later.op_dur)
-        self.lab_thread.extend(map(thread.__getitem__, later.lab_thread))
-        self.lab_name.extend(map(label.__getitem__, later.lab_name))
-        self.lab_ts.extend(later.lab_ts)
-        self.lab_dur.extend(later.lab_dur)
-        self.g_name.extend(map(gpu.__getitem__, later.g_name))
-        self.g_lo.extend(later.g_lo)
-        self.g_dur.extend(later.g_dur)
-        self.g_ext.extend(later.g_ext)
-        self.g_corr.extend(later.g_corr)
-        self.g_dev.extend(later.g_dev)
-        self.rt_corr.extend(later.rt_corr)
-        self.rt_ts.extend(later.rt_ts)
-        self.rt_dur.extend(later.rt_dur)
-        self.rt_thread.extend(map(thread.__getitem__, later.rt_thread))
-        self.rt_name.extend(map(runtime.__getitem__, later.rt_name))
+        ids = {"thread": thread, "name": name, "label": label, "gpu": gpu, "runtime": runtime, "frame": frame}
+        for column, holds in COLUMNS.items():
+            theirs = getattr(later, column)
+            getattr(self, column).extend(theirs if holds is None else map(ids[holds].__getitem__, theirs))
         self.streams.update(later.streams)
         for mine_steps, their_steps in ((self.cpu_steps, later.cpu_steps), (self.gpu_steps, later.gpu_steps)):
             for step, (lo, hi) in their_steps.items():

@@ -80,7 +80,7 @@ def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | N
     the typed reading pass (default ``reader.TYPED``) or the generic one (dicts; same answers, slower);
     ``also``: another answer fed the same batches (its events are then all decoded, generically too);
     ``side_by_side``: a forked child shares the work where a fork is safe and a core is spare (``parallel.beside``):
-    a large plain file's second half is read in one (``halves``), a large trace's Python frames are charged in one
+    a large file's second half is read in one (``halves``), a large trace's Python frames are charged in one
     beside the other tables. For our own commands, never in a user's process (the capture hook runs in theirs: a
     fork there would copy its page tables and share its CUDA state).
     """
@@ -95,7 +95,7 @@ def analyze_trace(path: str, top: int = 10, on_read: Callable[[int], object] | N
 
     cut = find_cut(path) if side_by_side and typed and also is None else None
     if cut is not None:
-        read = Counted(on_read)
+        read = _Counted(on_read)
         try:
             c, mem, stream = read_halves(path, cut, new_pass, _feed, read)
         except NotACut:  # read it in one pass, the progress counted once
@@ -122,7 +122,7 @@ def _feed(c: Collected, stream: TraceStream, batch: list[Any]) -> None:
         c.feed(batch)
 
 
-class Counted:
+class _Counted:
     """A progress callback that remembers how much it was told, so a second pass over the same file (``halves``
     gave up on its cut) tells only what lies beyond."""
 

@@ -111,8 +111,9 @@ def inflating(raw: IO[bytes], compressed: bool) -> Any:
     """The JSON bytes of an open file: the file itself, or its gzip reader (isal's where installed)."""
     if not compressed:
         return raw
-    return _isal_gzip.IGzipFile(fileobj=raw, mode="rb") if GZIP_LIBRARY == "isal" else gzip.GzipFile(fileobj=raw,
-                                                                                                       mode="rb")
+    if GZIP_LIBRARY == "isal":
+        return _isal_gzip.IGzipFile(fileobj=raw, mode="rb")
+    return gzip.GzipFile(fileobj=raw, mode="rb")
 
 
 def last_cut(buf: bytes, start: int) -> tuple[int, int] | None:

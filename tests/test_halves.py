@@ -9,7 +9,10 @@ A file cut off, or malformed, in its second half: one pass's error, word for wor
 from __future__ import annotations
 
 import gzip
+import json
 import os
+import struct
+import time
 from array import array
 
 import pytest
@@ -162,6 +165,8 @@ def test_no_cut_where_halves_would_not_help_or_cannot_be(tmp_path, monkeypatch, 
     array_doc.write_text('[{"ph": "X", "ts": 1}, {"ph": "X", "ts": 2}]')
     assert halves.find_cut(str(array_doc)) is None  # Chrome's array form: one pass
     assert halves.find_cut(str(tmp_path / "missing.json")) is None  # one pass says why
+    monkeypatch.setattr(halves, "HALVES_MIN_BYTES", os.path.getsize(trace))
+    assert halves.find_cut(str(trace)) == cut
     monkeypatch.setattr(halves, "HALVES_MIN_BYTES", os.path.getsize(trace) + 1)
     assert halves.find_cut(str(trace)) is None  # small
     monkeypatch.setattr(halves, "HALVES_MIN_BYTES", 0)
@@ -237,3 +242,42 @@ def test_a_gzip_trace_s_progress_counts_each_byte_on_disk_once(tmp_path, monkeyp
 def test_every_array_the_pass_fills_is_appended_by_extend():
     """A new per-event array in ``Collected`` must say which ids it holds, or a half's would be lost."""
     assert {k for k, v in vars(Collected()).items() if isinstance(v, array)} == set(COLUMNS)
+
+
+@pytest.mark.parametrize("form", ["compact", "byte order mark"])
+def test_a_trace_written_compact_or_with_a_byte_order_mark_is_cut_too(tmp_path, halves_read, form):
+    doc = json.dumps(trace_doc([*GOOD, MEM, *GOOD]), separators=(",", ":") if form == "compact" else None)
+    trace = tmp_path / "t.pt.trace.json"
+    trace.write_bytes(("\ufeff" if form == "byte order mark" else "").encode() + doc.encode())
+    assert halves.find_cut(str(trace)) is not None
+    assert outcome(trace, side_by_side=True) == outcome(trace) and "TraceError" not in outcome(trace)
+    assert halves_read == [True]
+
+
+def test_a_gzip_trailer_that_wrapped_past_4_gb_is_read_as_a_size_at_least_the_file_s(tmp_path):
+    packed = gzip.compress(b'{"traceEvents": []}' * 1000)  # 19,000 bytes of JSON in about 100
+    path = tmp_path / "t.json.gz"
+    for trailer, size in ((19_000, 19_000), (10, 10 + (1 << 32))):  # the size mod 2**32, below the file's: wrapped
+        path.write_bytes(packed[:-4] + struct.pack("<I", trailer))
+        with open(path, "rb") as raw:
+            assert halves._json_size(raw, True) == size
+
+
+def test_the_bar_moves_with_both_halves_not_only_at_the_end(tmp_path, monkeypatch, halves_read):
+    """The child's bytes are told while this process reads its own half (one bar for both)."""
+    ops = [cpu_op(f"aten::{os.urandom(8).hex()}", 1000000 + i, 1000000.5 + i) for i in range(8000)]
+    trace = write_json(tmp_path / "t.pt.trace.json", trace_doc(ops), indent=None)  # about 1.3 MB
+    here = os.getpid()
+    real_stream, real_feed = halves.TraceStream, analyze._feed
+    monkeypatch.setattr(halves, "TraceStream", lambda *a, **k: real_stream(*a, chunk_bytes=1 << 15, **k))
+
+    def slow_here(c, stream, batch):  # this half takes 1-2 s: the child reads its own meanwhile
+        if os.getpid() == here:
+            time.sleep(0.05)
+        real_feed(c, stream, batch)
+
+    monkeypatch.setattr(analyze, "_feed", slow_here)
+    read: list[int] = []
+    analyze.analyze_trace(str(trace), on_read=read.append, side_by_side=True)
+    assert halves_read == [True] and sum(read) == trace.stat().st_size
+    assert sum(read[:-1]) > 0.9 * sum(read)  # all but the bytes between the halves, before the last word

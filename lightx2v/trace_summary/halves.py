@@ -67,7 +67,7 @@ def find_cut(path: str) -> Cut | None:
         with open(path, "rb") as raw:
             compressed = raw.read(2) == _GZIP_MAGIC
             size = _json_size(raw, compressed)
-            if size < max(HALVES_MIN_BYTES, 2):
+            if size < HALVES_MIN_BYTES:
                 return None
             raw.seek(0)
             with inflating(raw, compressed) as f:

@@ -101,12 +101,14 @@ FAST_TESTS: dict[str, list[str]] = {
     "lightx2v/trace_summary/parallel.py": ["tests/test_parallel_reading.py", "-k", "not main_guard"],
     # the models on hand-made shapes (not tests/test_trace_summary_flops.py: a torch capture per case)
     "lightx2v/trace_summary/flops.py": ["tests/test_flops_rules.py", "tests/test_flops_models_rules.py"],
-    # the reader against json.load on hand-made documents (not the H200 fixture's whole-file comparisons, nor the
-    # real CPU capture: seconds a mutant)
+    # the reader against json.load on hand-made documents, and its parts (a file's halves) cut everywhere and damaged
+    # (not the H200 fixture's whole-file comparisons, the corpora, nor the real CPU capture: seconds a mutant)
     "lightx2v/trace_summary/reader.py": ["tests/test_reader_rules.py", "tests/test_trace_summary_reader.py",
-                                         "tests/test_gzip_reading.py", "tests/test_typed_reading.py", "-k",
+                                         "tests/test_gzip_reading.py", "tests/test_typed_reading.py",
+                                         "tests/test_halves.py", "-k",
                                          "not h200 and not skipping_drops and not corpus and not diff_json and not "
-                                         "step_index and not overview and not along and not plain_twin"],
+                                         "step_index and not overview and not along and not plain_twin and not "
+                                         "a_trace_read_in_halves"],
     # names.py: its rules, and the short names of real kernels (not the summaries built from traces)
     "lightx2v/trace_summary/names.py": ["tests/test_names_rules.py", "tests/test_trace_summary_analysis.py", "-k",
                                         "names_rules or short_kernel or short_names"],

@@ -174,6 +174,26 @@ def test_no_cut_where_halves_would_not_help_or_cannot_be(tmp_path, monkeypatch, 
     assert halves.find_cut(str(trace)) is None  # no core to spare
 
 
+def two_events_apart(path, after_middle: int, packed: bool):
+    """A document whose only ``}, {`` starts ``after_middle`` bytes past its middle; that separator's offset."""
+    head, tail = b'{"traceEvents": [{"name": "', b'"}, {"name": "b"}]}'
+    sep = 2 * after_middle + len(tail) - 1  # the document is then sep - 1 + len(tail) bytes long
+    doc = head + b"a" * (sep - len(head) - 1) + tail
+    assert doc.index(b"}, {") == sep and sep - len(doc) // 2 == after_middle
+    path.write_bytes(gzip.compress(doc) if packed else doc)
+    return sep
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["plain", "gzip"])
+def test_the_cut_is_the_first_separator_within_the_search_bytes_past_the_middle(tmp_path, halves_read, packed):
+    trace = tmp_path / "t.pt.trace.json"
+    for after_middle in (100, halves.SEARCH_PIECE + 7, halves.SEARCH_BYTES - 4):  # in a later piece; the last one's end
+        sep = two_events_apart(trace, after_middle, packed)
+        assert halves.find_cut(str(trace)) == halves.Cut(head_end=sep + 1, tail_start=sep + 3), after_middle
+    two_events_apart(trace, halves.SEARCH_BYTES - 3, packed)  # one byte too far: not looked for
+    assert halves.find_cut(str(trace)) is None
+
+
 def intact_cut(monkeypatch, trace):
     """The cut of ``trace`` as it is now, for every later summary (a cut-off gzip file's trailer tells no size)."""
     cut = halves.find_cut(str(trace))
@@ -257,7 +277,8 @@ def test_a_trace_written_compact_or_with_a_byte_order_mark_is_cut_too(tmp_path, 
 def test_a_gzip_trailer_that_wrapped_past_4_gb_is_read_as_a_size_at_least_the_file_s(tmp_path):
     packed = gzip.compress(b'{"traceEvents": []}' * 1000)  # 19,000 bytes of JSON in about 100
     path = tmp_path / "t.json.gz"
-    for trailer, size in ((19_000, 19_000), (10, 10 + (1 << 32))):  # the size mod 2**32, below the file's: wrapped
+    on_disk = len(packed)  # a trailer equal to the file's size is a size (stored, not compressed), not wrapped
+    for trailer, size in ((19_000, 19_000), (on_disk, on_disk), (10, 10 + (1 << 32))):  # below the file's: wrapped
         path.write_bytes(packed[:-4] + struct.pack("<I", trailer))
         with open(path, "rb") as raw:
             assert halves._json_size(raw, True) == size

@@ -103,16 +103,17 @@ def _json_size(raw: IO[bytes], compressed: bool) -> int:
 
 
 def read_halves(path: str, cut: Cut, new_pass: Callable[[], Pass], feed: Feed,
-                on_read: Callable[[int], object] | None = None) -> tuple[Collected, MemoryEvents, TraceStream]:
+                on_read: Callable[[int], object]) -> tuple[Collected, MemoryEvents, TraceStream]:
     """One pass's data over ``path``, its halves read side by side; the stream returned holds the document's
-    metadata (both halves'). Raises NotACut (read it in one pass instead) or the file's TraceError."""
+    metadata (both halves'). ``on_read`` is told each byte on disk once, the child's as it reads them. Raises
+    NotACut (read it in one pass instead) or the file's TraceError."""
     counted = multiprocessing.get_context("fork").RawValue("q", 0)  # the child's bytes read, for the progress
     file_size = os.path.getsize(path)
     reported = told = 0
 
     def tell(n: int) -> None:
         nonlocal told
-        if n > 0 and on_read is not None:
+        if n > 0:
             told += n
             on_read(n)
 
@@ -122,8 +123,7 @@ def read_halves(path: str, cut: Cut, new_pass: Callable[[], Pass], feed: Feed,
         tell(n + theirs - reported)
         reported = theirs
 
-    head = TraceStream(path, on_read=progress if on_read is not None else None, typed=True,
-                       part=Part(0, cut.head_end, after=HEAD_CLOSE))
+    head = TraceStream(path, on_read=progress, typed=True, part=Part(0, cut.head_end, after=HEAD_CLOSE))
     c, mem = new_pass()
     batches = head.batches()
     try:

@@ -615,6 +615,23 @@ EQUIVALENT: dict[str, str] = {
     "lightx2v.trace_summary.flops.x_signature__mutmut_8": "signature reads shapes and types only, never the "
                                                           "concrete inputs",
     **{f"lightx2v.trace_summary.flops.x__matmul__mutmut_{n}": _STRICT for n in (58, 61, 62, 71, 74, 75)},
+    # trace_summary/halves.py
+    **{f"lightx2v.trace_summary.halves.x_find_cut__mutmut_{n}": "the first bytes are read to see the document's "
+       "'{' after a byte order mark or whitespace: more of them (all, 65), or X stripped too (a document starting "
+       "with X is no trace: its first half fails and one pass reads it), give the same answers" for n in (26, 27, 28)},
+    "lightx2v.trace_summary.halves.x__json_size__mutmut_20": "a signed trailer below 0 gains 2**32 in the loop: the "
+                                                             "unsigned value",
+    **{f"lightx2v.trace_summary.halves.x__json_size__mutmut_{n}": "after seek(-4, SEEK_END) any read gets the same "
+       "four bytes" for n in (21, 22)},
+    **{f"lightx2v.trace_summary.halves.x_read_halves__mutmut_{n}": "the child's byte count: a RawValue starts at 0, "
+       "fork is Linux's default context, counts are never negative" for n in (5, 6, 10)},
+    "lightx2v.trace_summary.halves.x_read_halves__mutmut_11": "a count starting at 1 tells one byte early and one "
+                                                              "less at the end: the same total",
+    "lightx2v.trace_summary.halves.x_read_halves__mutmut_16": "on_read(0) moves no bar",
+    **{f"lightx2v.trace_summary.halves.x_read_halves__mutmut_{n}": "the dict pass gives the same answers as the "
+       "typed one (tests/test_typed_reading.py), only slower (bench_reading.py)" for n in (29, 33, 35, 58, 62, 64)},
+    **{f"lightx2v.trace_summary.halves.x_read_halves__mutmut_{n}": "analyze catches NotACut and reads the file in "
+       "one pass: its words are never shown" for n in (89, 90, 92)},
     # trace_summary/reader.py
     "lightx2v.trace_summary.reader.x__skip_ws__mutmut_7": "the whitespace pattern matches the empty string: there "
                                                           "is always a match",

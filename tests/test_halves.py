@@ -270,8 +270,10 @@ def test_a_trace_written_compact_or_with_a_byte_order_mark_is_cut_too(tmp_path, 
     trace = tmp_path / "t.pt.trace.json"
     trace.write_bytes(("\ufeff" if form == "byte order mark" else "").encode() + doc.encode())
     assert halves.find_cut(str(trace)) is not None
-    assert outcome(trace, side_by_side=True) == outcome(trace) and "TraceError" not in outcome(trace)
-    assert halves_read == [True]
+    read: list[int] = []
+    assert outcome(trace, side_by_side=True, on_read=read.append) == outcome(trace)
+    assert "TraceError" not in outcome(trace) and halves_read == [True]
+    assert sum(read) == trace.stat().st_size
 
 
 def test_a_gzip_trailer_that_wrapped_past_4_gb_is_read_as_a_size_at_least_the_file_s(tmp_path):
@@ -287,7 +289,8 @@ def test_a_gzip_trailer_that_wrapped_past_4_gb_is_read_as_a_size_at_least_the_fi
 def test_the_bar_moves_with_both_halves_not_only_at_the_end(tmp_path, monkeypatch, halves_read):
     """The child's bytes are told while this process reads its own half (one bar for both)."""
     ops = [cpu_op(f"aten::{os.urandom(8).hex()}", 1000000 + i, 1000000.5 + i) for i in range(8000)]
-    trace = write_json(tmp_path / "t.pt.trace.json", trace_doc(ops), indent=None)  # about 1.3 MB
+    trace = tmp_path / "t.pt.trace.json"  # about 1.3 MB, compact: one byte between the halves, told last
+    trace.write_text(json.dumps(trace_doc(ops), separators=(",", ":")))
     here = os.getpid()
     real_stream, real_feed = halves.TraceStream, analyze._feed
     monkeypatch.setattr(halves, "TraceStream", lambda *a, **k: real_stream(*a, chunk_bytes=1 << 15, **k))
@@ -301,4 +304,4 @@ def test_the_bar_moves_with_both_halves_not_only_at_the_end(tmp_path, monkeypatc
     read: list[int] = []
     analyze.analyze_trace(str(trace), on_read=read.append, side_by_side=True)
     assert halves_read == [True] and sum(read) == trace.stat().st_size
-    assert sum(read[:-1]) > 0.9 * sum(read)  # all but the bytes between the halves, before the last word
+    assert sum(read[:-1]) > 0.9 * sum(read)  # all but the byte between the halves, before the last word

@@ -242,6 +242,10 @@ _LEN_NONE = ("a shape left None then reaches len(None): cost() catches that Type
              "first test does")
 _NO_DTYPE = "'' and 'XXXX' are alike no dtype name: the default is looked up either way"
 _GZIP_MODE = "GzipFile's mode defaults to its file object's, opened 'rb'"
+_AT_BRACE = "start is at an event's '{'"
+_ORJSON_FAILS = "orjson given None fails, and the stdlib parser reads the same value (slower)"
+_PIECE_OR_CUTS = ("the buffer's events decoded one cut at a time instead of as one piece: the same batch, slower "
+                  "(bench_reading.py)")
 _UNSIGNED_IDS = ("an array of thread or name ids typed 'L' (unsigned) instead of 'l': ids count up from 0, never "
                  "negative, so it holds the same values (and compares equal)")
 _SPAN_TIE = "widening the span to a value equal to its end: the same span"
@@ -633,6 +637,37 @@ EQUIVALENT: dict[str, str] = {
     **{f"lightx2v.trace_summary.halves.x_read_halves__mutmut_{n}": "analyze catches NotACut and reads the file in "
        "one pass: its words are never shown" for n in (89, 90, 92)},
     # trace_summary/reader.py
+    "lightx2v.trace_summary.reader.x_last_cut__mutmut_1": "rfind's end None is the buffer's length",
+    "lightx2v.trace_summary.reader.x_last_cut__mutmut_13": _AT_BRACE + ": a '{' right after it is no cut",
+    **{f"lightx2v.trace_summary.reader.x_last_cut__mutmut_{n}": "a '{' is found after start >= 0, never at 0"
+       for n in (14, 15)},
+    **{f"lightx2v.trace_summary.reader.x_last_cut__mutmut_{n}": _AT_BRACE + ", no whitespace: the walk back stops "
+       "there either way" for n in (20, 30)},
+    "lightx2v.trace_summary.reader.x_generic_value__mutmut_1": _ORJSON_FAILS,
+    "lightx2v.trace_summary.reader.x__typed_event__mutmut_2": _ORJSON_FAILS,
+    "lightx2v.trace_summary.reader.x_generic_value__mutmut_10": _CODEC_CASE,
+    **{f"lightx2v.trace_summary.reader.x_inflating__mutmut_{n}": _GZIP_MODE for n in (6, 8, 12, 14)},
+    **{f"lightx2v.trace_summary.reader.xǁTraceStreamǁ_gunzip_with_zlib__mutmut_{n}": _GZIP_MODE for n in (11, 13)},
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_gunzip_with_zlib__mutmut_1": _FALSE_NONE,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_gunzip_with_zlib__mutmut_2": "zlib's reader failing goes to zlib "
+        "again, which fails at the same byte in the same words",
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_gunzip_with_zlib__mutmut_4": "closing a part's reader closes the "
+                                                                               "gzip reader in it",
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_gunzip_with_zlib__mutmut_22": "the bytes skipped were read once "
+        "already: the file does not end before them",
+    **{f"lightx2v.trace_summary.reader.xǁ_PartReaderǁread__mutmut_{n}": "a part's end left unset: the next read "
+       "of the spent stream gets no bytes and sets it" for n in (5, 33)},
+    "lightx2v.trace_summary.reader.xǁ_PartReaderǁread__mutmut_20": "at its end a part reads 0 bytes, gets none "
+                                                                    "and ends the same way",
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_fill__mutmut_10": "on_read(0) moves no bar",
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ__init____mutmut_40": _FALSE_NONE,
+    **{f"lightx2v.trace_summary.reader.xǁTraceStreamǁ_event_batches__mutmut_{n}": _PIECE_OR_CUTS for n in (13, 14)},
+    **{f"lightx2v.trace_summary.reader.xǁTraceStreamǁ_typed_piece__mutmut_{n}": _PIECE_OR_CUTS
+       for n in (2, 12, 13, 14)},
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_event_batches__mutmut_17": _FALSE_NONE,
+    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_cut_events__mutmut_16": _FALSE_NONE,
+    **{f"lightx2v.trace_summary.reader.xǁTraceStreamǁ_cut_events__mutmut_{n}": _AT_BRACE + ": a backslash found "
+       "is past it, never at 0" for n in (55, 56)},
     "lightx2v.trace_summary.reader.x__skip_ws__mutmut_7": "the whitespace pattern matches the empty string: there "
                                                           "is always a match",
     "lightx2v.trace_summary.reader.xǁTraceStreamǁ__init____mutmut_36": _FALSE_NONE,
@@ -968,11 +1003,10 @@ def run_module(module: str, scratch: Path, *, survivors: bool) -> dict[str, obje
     surviving = [name for name, state in not_killed if state.strip() in {"survived", "no tests"}]
     excluded = [name for name in surviving if equivalent_reason(name)]
     diffs = {}
-    if survivors:
+    if survivors:  # the excluded too: a listed number that an edit gave to another mutant shows its reason is stale
         for name in surviving:
-            if name not in excluded:
-                diffs[name] = subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=work, env=env,
-                                             capture_output=True, text=True).stdout
+            diffs[name] = subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=work, env=env,
+                                         capture_output=True, text=True).stdout
     return {"stats": stats, "surviving": surviving, "excluded": excluded, "diffs": diffs}
 
 
@@ -1033,9 +1067,10 @@ def main(argv: list[str] | None = None) -> int:
             assert isinstance(stats, dict) and isinstance(excluded, list) and isinstance(diffs, dict)
             rows.append((module, stats, len(excluded), score(stats, len(excluded))))
             for name, diff in diffs.items():
-                print(f"--- survived: {name}\n{diff}", flush=True)
+                if name not in excluded:
+                    print(f"--- survived: {name}\n{diff}", flush=True)
             for name in excluded:
-                print(f"equivalent, excluded: {name}: {equivalent_reason(name)}", flush=True)
+                print(f"equivalent, excluded: {name}: {equivalent_reason(name)}\n{diffs.get(name, '')}", flush=True)
             print(table_row(rows[-1], len(module)), file=sys.stderr, flush=True)
     width = max(len("module"), *(len(r[0]) for r in rows))
     print(f"{'module':<{width}}  mutants  killed  survived  timeout  score %")

@@ -5,11 +5,13 @@ hands ``on_skipped``, how it counts bytes, and the exact one-line reason for eac
 from __future__ import annotations
 
 import gzip
+import io
 import json
+import os
 
 import pytest
 
-from lightx2v.trace_summary import TraceError
+from lightx2v.trace_summary import TraceError, reader
 from lightx2v.trace_summary.reader import TraceStream
 
 SKIP = rb'\s*"ph"\s*:\s*"f"'  # flow-end events, dropped undecoded
@@ -316,3 +318,79 @@ def test_the_byte_named_counts_from_the_file_s_start_after_chunks_were_dropped(t
 def test_nesting_too_deep_for_the_parser_is_malformed(tmp_path):
     deep = "[" * 200_000 + "]" * 200_000
     assert error(tmp_path, '{"traceEvents": [], "deep": ' + deep + "}") == "malformed JSON: nesting too deep"
+
+
+# --- cuts, parts and values, typed ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("buf, start, cut", [
+    (b'{"a": 1}, {"b": 2}', 0, (8, 10)),
+    (b'{"a":1},{"b":2}, {"c":3}', 0, (15, 17)),  # the last one, compact or spaced
+    (b'{"a":1} ,\n\t {"b":2}', 0, (7, 12)),  # whitespace on both sides of the comma
+    (b'{"a":1}, {"b":2}', 9, None),  # none after start (start is at an event's '{')
+    (b'{"a": {"b": 1}}', 0, None),  # a nested object follows a colon
+    (b'{"a": [1, {"b": 2}]}', 0, None),  # a comma, but no '}' before it
+    (b'{"a": [{"b": 1}, {"c": 2}]}', 0, (15, 17)),  # objects in a list look the same: the reader checks later
+])
+def test_last_cut_is_the_last_brace_comma_brace_after_start(buf, start, cut):
+    assert reader.last_cut(buf, start) == cut
+
+
+def test_generic_value_reads_nan_and_bytes_that_are_no_utf8_as_the_dict_path_does():
+    value = reader.generic_value(b'{"name": "r\xffx", "ts": NaN, "n": 123456789012345678901234567890}')
+    assert value["name"] == "r\udcffx" and value["ts"] != value["ts"] and value["n"] == 123456789012345678901234567890
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["plain", "gzip"])
+@pytest.mark.parametrize("start, end", [(3, 7), (0, None), (9, None), (3, 3), (20, None),
+                                        (reader.CHUNK_BYTES * 2 + 5, reader.CHUNK_BYTES * 2 + 12)])
+def test_a_part_reads_before_its_bytes_and_after(packed, start, end):
+    data = bytes(range(48, 58)) if start <= 20 else os.urandom(reader.CHUNK_BYTES * 3)
+    raw = io.BytesIO(gzip.compress(data) if packed else data)
+    part = reader._PartReader(reader.inflating(raw, packed), raw, reader.Part(start, end, b"<", b">"), packed)
+    got = []
+    while piece := part.read(2):
+        got.append(piece)
+    assert b"".join(got) == b"<" + data[start:end] + b">" and all(len(p) <= 2 for p in got)
+    through = min(len(data), end if end is not None else len(data))  # a plain part stays where it was seeked
+    assert part.position == (start if not packed and start > len(data) else through)
+
+
+@pytest.mark.parametrize("typed", [False, True])
+@pytest.mark.parametrize("chunk", [64, 1 << 20])
+def test_each_batch_starts_at_its_first_event_s_brace_in_the_file(tmp_path, typed, chunk):
+    text = events_doc(300)
+    stream = TraceStream(str(write(tmp_path, text)), chunk_bytes=chunk, typed=typed)
+    for batch in stream.batches():
+        first = batch[0]["name"] if isinstance(batch[0], dict) else batch[0].name
+        assert text.index('{"ph": "X", "name": "%s", ' % first) == stream.batch_start
+
+
+@pytest.mark.parametrize("fails_at", [2, 9])
+def test_where_isal_gives_up_inside_a_part_zlib_goes_on_from_the_part_s_byte(tmp_path, monkeypatch, fails_at):
+    """The second read fails while the part's first bytes are dropped; the ninth, after them."""
+    pytest.importorskip("isal") if not os.environ.get("CI") else None
+    from isal import igzip
+    text = events_doc(3000)
+    tail_start = text.index("}, {", len(text) // 2) + 3
+    path = write(tmp_path, gzip.compress(text.encode()), "t.json.gz")
+
+    def events(**kwargs):
+        part = reader.Part(tail_start, None, before=b'{"traceEvents": [')
+        return list(TraceStream(str(path), typed=True, part=part, chunk_bytes=4096, **kwargs))
+
+    monkeypatch.setattr(reader, "GZIP_LIBRARY", "zlib")
+    expected = events()
+    assert len(expected) > 1000
+    reads = []
+
+    class GivesUp(igzip.IGzipFile):
+        def read(self, *args):
+            reads.append(args)
+            if len(reads) == fails_at:
+                raise OSError("isal gave up")
+            return super().read(*args)
+
+    monkeypatch.setattr(reader, "GZIP_LIBRARY", "isal")
+    monkeypatch.setattr(reader._isal_gzip, "IGzipFile", GivesUp)
+    monkeypatch.setattr(reader, "CHUNK_BYTES", 50_000)  # the part's first bytes dropped in several reads
+    assert events() == expected and len(reads) == fails_at

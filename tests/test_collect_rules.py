@@ -3,11 +3,43 @@ interned names, step spans, the trace's span and the malformed-event counts out,
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
+import pickle
+import sys
 
 import pytest
 
 from lightx2v.trace_summary.collect import NO_ID, Collected, is_label_op, malformed_field
+from lightx2v.trace_summary.reader import TraceStream
+
+
+def _feed_dicts(c: Collected, events: list) -> None:
+    c.feed(events)
+
+
+@pytest.fixture(autouse=True, params=["dicts", "typed records"])
+def way_in(request, monkeypatch, tmp_path):
+    """Every rule holds both ways in: ``feed`` (the generic reader's dicts) and ``feed_records`` (the typed
+    reader's records, with the dicts it could not type), the events written to a file and read as the summary
+    reads them."""
+    if request.param == "dicts":
+        monkeypatch.setattr(sys.modules[__name__], "FEED", _feed_dicts)
+        return
+    files = itertools.count()
+
+    def feed_records(c: Collected, events: list) -> None:
+        path = tmp_path / f"batch{next(files)}.json"
+        path.write_text(json.dumps({"traceEvents": events}))
+        stream = TraceStream(str(path), typed=True)
+        for batch in stream.batches():
+            c.feed_records(batch, stream, stream.generic)
+
+    monkeypatch.setattr(sys.modules[__name__], "FEED", feed_records)
+
+
+FEED = _feed_dicts  # set per test by ``way_in``
 
 
 def ev(cat, name, ts, dur, pid=1, tid=1, ph="X", **args):
@@ -16,7 +48,7 @@ def ev(cat, name, ts, dur, pid=1, tid=1, ph="X", **args):
 
 def fed(*events, **kwargs) -> Collected:
     c = Collected(**kwargs)
-    c.feed(list(events))
+    FEED(c, list(events))
     return c
 
 
@@ -150,11 +182,11 @@ def test_a_step_seen_again_earlier_and_shorter_keeps_the_widest_span():
 
 def test_the_base_is_the_first_timed_events_whole_microsecond_and_stays_for_later_batches():
     c = Collected()
-    c.feed([{"ph": "M", "name": "process_name", "ts": 5, "args": {}},  # no X event: not the base
+    FEED(c, [{"ph": "M", "name": "process_name", "ts": 5, "args": {}},  # no X event: not the base
             {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": True, "dur": 1},  # no number
             ev("cpu_op", "a", 1712195495505583.75, 2.0)])
     assert c.base == 1712195495505583.0 and list(c.op_ts) == [0.75]
-    c.feed([ev("cpu_op", "b", 1712195495505580.5, 1.0)])  # earlier, in a later batch: the base stays
+    FEED(c, [ev("cpu_op", "b", 1712195495505580.5, 1.0)])  # earlier, in a later batch: the base stays
     assert c.base == 1712195495505583.0 and list(c.op_ts) == [0.75, -2.5]
     assert (c.span_lo, c.span_hi) == (-2.5, 2.75) and c.events == 4
 
@@ -166,9 +198,9 @@ def test_a_negative_first_timestamp_floors_down():
 
 def test_a_batch_without_a_timed_event_leaves_the_base_unset():
     c = Collected()
-    c.feed([{"ph": "M", "name": "x", "ts": 3}, {"ph": "X", "ts": "1"}, {"ph": "X", "ts": float("inf")}])
+    FEED(c, [{"ph": "M", "name": "x", "ts": 3}, {"ph": "X", "ts": "1"}, {"ph": "X", "ts": float("inf")}])
     assert c.base is None and c.events == 3
-    c.feed([ev("cpu_op", "a", 7.5, 1.0)])
+    FEED(c, [ev("cpu_op", "a", 7.5, 1.0)])
     assert c.base == 7.0
 
 
@@ -370,3 +402,56 @@ def test_events_after_one_with_an_unhashable_category_or_a_frame_with_an_unusabl
             ev("python_function", "model.py(1): f", 2, 1, pid=[1]), ev("cpu_op", "c", 3, 1),
             frames=lambda name: True)
     assert c.names == {"b": 0, "c": 1} and sum(n for n, _ in c.malformed.values()) == 2
+
+
+# --- a pass in two halves (``extend``), sent from a child (pickled) -------------------------------------------
+
+RULES = ("args_of", "keep_frame", "_extra", "_extra_records")
+TWO_STEPS = [
+    ev("cpu_op", "aten::mm", 1000.5, 10, **{"External id": 7}, **SHAPES),
+    ev("python_function", "model.py(21): forward", 1001, 5), ev("python_function", "lib.py(1): x", 1002, 1),
+    ev("user_annotation", "ProfilerStep#1", 1000, 100), ev("cuda_runtime", "cudaLaunchKernel", 1003, 2, correlation=5),
+    ev("kernel", "gemm", 1010, 4, pid=0, tid=7, correlation=5, **{"External id": 7}),
+    ev("gpu_memcpy", "Memcpy HtoD", 1020, 3, pid=0, tid=7, correlation=6, bytes=100),
+    ev("cpu_op", "nccl:all_reduce", 1030, 2, tid=2, collective=1),
+    ev("python_function", "model.py(21): forward", 1040, 5, tid=2),
+    ev("user_annotation", "ProfilerStep#2", 1100, 100), ev("cuda_runtime", "cudaMemcpyAsync", 1101, 2, correlation=6),
+    ev("user_annotation", "attn", 1102, 20, tid=4), ev("kernel", "gelu", 1110, 2, pid=0, tid=8, correlation=8),
+    ev("cpu_op", "aten::mm", 1120, 10, **SHAPES, flops=48),
+    ev("cpu_op", "aten::mm", 1130, 10, **{**SHAPES, "Input Dims": [[5, 3], [3, 4]]}),
+    ev("gpu_memcpy", "Memcpy HtoD", 1140, 3, pid=0, tid=7, bytes=50),
+    ev("python_function", "model.py(9): run", 1150, 1),
+]
+PASS_RULES = {"shapes_of": frozenset({"aten::mm"}), "frames": lambda name: name.startswith("model.py"),
+              "args_of": lambda name: name.startswith("nccl:")}
+
+
+def data_of(c: Collected) -> dict:
+    return {k: v for k, v in vars(c).items() if k not in RULES}
+
+
+def test_a_pass_cut_anywhere_and_its_halves_extended_is_the_one_pass():
+    one = Collected(**PASS_RULES)
+    FEED(one, TWO_STEPS)
+    assert one.frame_kept and one.lab_ts and one.rt_ts and one.shape_args and one.op_args and one.mem_bytes
+    for cut in range(1, len(TWO_STEPS)):
+        first, later = Collected(**PASS_RULES), Collected(**PASS_RULES)
+        FEED(first, TWO_STEPS[:cut])
+        later.base = first.base
+        FEED(later, TWO_STEPS[cut:])
+        first.extend(pickle.loads(pickle.dumps(later)))  # as a child sends it
+        assert data_of(first) == data_of(one), cut
+
+
+def test_a_pass_sent_from_a_child_holds_its_data_and_none_of_its_rules():
+    class Memory:  # a collector defined here cannot be pickled: its methods must stay behind
+        categories = frozenset({"[memory]"})
+
+        def feed(self, event):
+            pass
+
+    c = Collected(extra=[Memory()], **PASS_RULES)
+    FEED(c, TWO_STEPS)
+    sent = pickle.loads(pickle.dumps(c))
+    assert (sent.args_of, sent.keep_frame, sent._extra, sent._extra_records) == (None, None, {}, {})
+    assert data_of(sent) == data_of(c)

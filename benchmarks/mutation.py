@@ -588,13 +588,13 @@ EQUIVALENT: dict[str, str] = {
                                                                "(None, None, None) too",
     # trace_summary/collect.py
     **{f"lightx2v.trace_summary.collect.xǁCollectedǁ__init____mutmut_{n}": _UNSIGNED_IDS
-       for n in (14, 17, 30, 33, 54, 57, 76, 87, 90)},
-    "lightx2v.trace_summary.collect.xǁCollectedǁ__init____mutmut_108": "float('INF') is the same infinity",
-    "lightx2v.trace_summary.collect.xǁCollectedǁ__init____mutmut_111": "float('-INF') is the same infinity",
-    "lightx2v.trace_summary.collect.xǁCollectedǁfeed__mutmut_268": _SPAN_TIE,
-    "lightx2v.trace_summary.collect.xǁCollectedǁfeed__mutmut_270": _SPAN_TIE,
-    "lightx2v.trace_summary.collect.xǁCollectedǁ_base_of__mutmut_21": "a batch without a usable X event's ts keeps no "
-                                                                     "timed event: the base it returns is never used",
+       for n in (24, 27, 40, 43, 64, 67, 86, 97, 100)},
+    "lightx2v.trace_summary.collect.xǁCollectedǁ__init____mutmut_118": "float('INF') is the same infinity",
+    "lightx2v.trace_summary.collect.xǁCollectedǁ__init____mutmut_121": "float('-INF') is the same infinity",
+    **{f"lightx2v.trace_summary.collect.xǁCollectedǁfeed__mutmut_{n}": _SPAN_TIE for n in (122, 124, 313, 315)},
+    **{f"lightx2v.trace_summary.collect.xǁCollectedǁfeed_records__mutmut_{n}": _SPAN_TIE for n in (128, 130, 297, 299)},
+    **{f"lightx2v.trace_summary.collect.xǁCollectedǁ{f}__mutmut_{n}": "a batch without a usable X event's ts keeps "
+       "no timed event: the base it returns is never used" for f, n in (("_base_of", 33), ("_base_of_records", 20))},
     # trace_summary/flops.py
     "lightx2v.trace_summary.flops.x__mm__mutmut_9": _LEN_NONE,
     **{f"lightx2v.trace_summary.flops.x__attention__mutmut_{n}": _LEN_NONE for n in (9, 10, 11)},

@@ -408,7 +408,11 @@ def test_events_after_one_with_an_unhashable_category_or_a_frame_with_an_unusabl
 
 RULES = ("args_of", "keep_frame", "_extra", "_extra_records")
 TWO_STEPS = [
+    {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "python"}},  # a first half with no base
     ev("cpu_op", "aten::mm", 1000.5, 10, **{"External id": 7}, **SHAPES),
+    ev("user_annotation", "nccl:broadcast", 1000.7, 3, group=1),
+    ev("gpu_user_annotation", "ProfilerStep#1", 1005, 90, pid=0, tid=7),
+    ev("kernel", "ncclDevKernel_Broadcast", 1006, 2, pid=0, tid=7, correlation=4, device=0, group=1),
     ev("python_function", "model.py(21): forward", 1001, 5), ev("python_function", "lib.py(1): x", 1002, 1),
     ev("user_annotation", "ProfilerStep#1", 1000, 100), ev("cuda_runtime", "cudaLaunchKernel", 1003, 2, correlation=5),
     ev("kernel", "gemm", 1010, 4, pid=0, tid=7, correlation=5, **{"External id": 7}),
@@ -421,9 +425,15 @@ TWO_STEPS = [
     ev("cpu_op", "aten::mm", 1130, 10, **{**SHAPES, "Input Dims": [[5, 3], [3, 4]]}),
     ev("gpu_memcpy", "Memcpy HtoD", 1140, 3, pid=0, tid=7, bytes=50),
     ev("python_function", "model.py(9): run", 1150, 1),
+    ev("user_annotation", "ProfilerStep#1", 999, 171),  # a step's window widened both ways by a later event
+    ev("gpu_user_annotation", "ProfilerStep#1", 1050, 125, pid=0, tid=7),  # ... at its end only
+    ev("cuda_runtime", "cudaLaunchKernel", 1170, 2), ev("user_annotation", "nccl:all_gather", 1171, 3, group=2),
+    ev("kernel", "ncclDevKernel_AllGather", 1172, 2, pid=0, tid=7, correlation=9, device=0, group=2),
+    ev("gpu_memcpy", "Memcpy DtoH", 1175, 3, pid=0, tid=7, correlation=10, bytes=8, device=0, **{"External id": 11}),
+    ev("cpu_op", "nccl:all_gather", 1180, 2, tid=2, collective=2),
 ]
 PASS_RULES = {"shapes_of": frozenset({"aten::mm"}), "frames": lambda name: name.startswith("model.py"),
-              "args_of": lambda name: name.startswith("nccl:")}
+              "args_of": lambda name: name.startswith("nccl")}
 
 
 def data_of(c: Collected) -> dict:

@@ -424,7 +424,8 @@ TWO_STEPS = [
     ev("cpu_op", "nccl:all_reduce", 1030, 2, tid=2, collective=1),
     ev("python_function", "model.py(21): forward", 1040, 5, tid=2),
     ev("user_annotation", "ProfilerStep#2", 1100, 100), ev("cuda_runtime", "cudaMemcpyAsync", 1101, 2, correlation=6),
-    ev("user_annotation", "attn", 1102, 20, tid=4), ev("kernel", "gelu", 1110, 2, pid=0, tid=8, correlation=8),
+    ev("user_annotation", "attn", 1102, 20, tid=4),
+    ev("kernel", "gelu", 1110, 2, pid=0, tid=8, correlation=8, device=2**64),  # a device beyond 64 bits: none
     ev("cpu_op", "aten::mm", 1120, 10, **SHAPES, flops=48),
     ev("cpu_op", "aten::mm", 1130, 10, **{**SHAPES, "Input Dims": [[5, 3], [3, 4]]}),
     ev("gpu_memcpy", "Memcpy HtoD", 1140, 3, pid=0, tid=7, bytes=50),
@@ -435,9 +436,10 @@ TWO_STEPS = [
     ev("kernel", "ncclDevKernel_AllGather", 1172, 2, pid=0, tid=7, correlation=9, device=0, group=2),
     ev("gpu_memcpy", "Memcpy DtoH", 1175, 3, pid=0, tid=7, correlation=10, bytes=8, device=0, **{"External id": 11}),
     ev("cpu_op", "nccl:all_gather", 1180, 2, tid=2, collective=2),
+    ev("cpu_op", "Optimizer.step#SGD.step", 1182, 1, group=3),  # a label older kineto wrote as an op
 ]
 PASS_RULES = {"shapes_of": frozenset({"aten::mm"}), "frames": lambda name: name.startswith("model.py"),
-              "args_of": lambda name: name.startswith("nccl")}
+              "args_of": lambda name: name.startswith(("nccl", "Optimizer."))}
 
 
 def data_of(c: Collected) -> dict:
@@ -447,7 +449,13 @@ def data_of(c: Collected) -> dict:
 def test_a_pass_cut_anywhere_and_its_halves_extended_is_the_one_pass():
     one = Collected(**PASS_RULES)
     FEED(one, TWO_STEPS)
-    assert one.frame_kept and one.lab_ts and one.rt_ts and one.shape_args and one.op_args and one.mem_bytes
+    assert one.frame_kept and one.lab_ts and one.rt_ts and one.shape_args and one.mem_bytes
+    # the args of the events args_of names, by their index in their kind's arrays; each GPU event's device
+    assert one.op_args == {1: {"collective": 1}, 4: {"collective": 2}}
+    assert one.lab_args == {0: {"group": 1}, 2: {"group": 2}, 3: {"group": 3}}
+    assert one.g_args == {0: {"correlation": 4, "device": 0, "group": 1},
+                          5: {"correlation": 9, "device": 0, "group": 2}}
+    assert list(one.g_dev) == [0, NO_ID, NO_ID, NO_ID, NO_ID, 0, 0]
     for cut in range(1, len(TWO_STEPS)):
         first, later = Collected(**PASS_RULES), Collected(**PASS_RULES)
         FEED(first, TWO_STEPS[:cut])

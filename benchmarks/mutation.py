@@ -683,7 +683,6 @@ EQUIVALENT: dict[str, str] = {
                                                                            "answer)",
     "lightx2v.trace_summary.reader.xǁTraceStreamǁ_exact_value__mutmut_42": _WINDOW + " (grown x5, not x4)",
     "lightx2v.trace_summary.reader.xǁTraceStreamǁ_exact_value__mutmut_64": _WINDOW + " (grown x5, not x4)",
-    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_event_batches__mutmut_29": _FALSE_NONE,
     "lightx2v.trace_summary.reader.xǁTraceStreamǁ_event_batches__mutmut_62": _NO_LEADING_BACKSLASH,
     "lightx2v.trace_summary.reader.xǁTraceStreamǁ_event_batches__mutmut_63": _NO_LEADING_BACKSLASH,
     "lightx2v.trace_summary.reader.xǁTraceStreamǁ_event_batches__mutmut_95": _EXACT_AT_BRACE,

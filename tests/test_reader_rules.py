@@ -327,6 +327,8 @@ def test_nesting_too_deep_for_the_parser_is_malformed(tmp_path):
     (b'{"a":1},{"b":2}, {"c":3}', 0, (15, 17)),  # the last one, compact or spaced
     (b'{"a":1} ,\n\t {"b":2}', 0, (7, 12)),  # whitespace on both sides of the comma
     (b'{"a":1}, {"b":2}', 9, None),  # none after start (start is at an event's '{')
+    (b'{"a":1},{"b":2},{"c":3}', 16, None),  # ... compact, with cuts before it
+    (b'{"a":1},{"b":2}', 0, (7, 8)),
     (b'{"a": {"b": 1}}', 0, None),  # a nested object follows a colon
     (b'{"a": [1, {"b": 2}]}', 0, None),  # a comma, but no '}' before it
     (b'{"a": [{"b": 1}, {"c": 2}]}', 0, (15, 17)),  # objects in a list look the same: the reader checks later

@@ -458,12 +458,11 @@ class TraceStream:
                 self._fill()  # the rest of this buffer is one incomplete event; append the next chunk
                 if not self._eof:
                     continue
-            # Decode one event exactly: after a failed cut, or the array's last event at the end of the stream.
+            # Decode one event exactly: after a failed cut, or the array's last event at the end of the stream
+            # (at its '{', checked before: an object).
             self._peek()
             self.batch_start = self._base + self._pos
             event = self._exact_value()
-            if not isinstance(event, dict):
-                self._not_events(b"")
             yield self._yielding([event], mixed=True) if self.typed else [event]
             c = self._peek()
             if c == b"]":

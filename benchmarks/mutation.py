@@ -235,8 +235,6 @@ _FALSE_NONE = "a flag only tested for truth: None is as false as False"
 _CODEC_CASE = "codec names are case-insensitive: 'UTF-8' is 'utf-8'"
 _NO_LEADING_BACKSLASH = ("the search starts at the event's '{': a backslash found is after it, never at 0, so < 0, "
                          "<= 0 and < 1 agree")
-_EXACT_AT_BRACE = ("unreachable: the exact decode of an event always starts at a '{' (checked before, or the cut's), "
-                   "so it gives a dict or raises")
 _WINDOW = "how the exact decode's window grows and fills: the same value or error, only found with more or less work"
 _LEN_NONE = ("a shape left None then reaches len(None): cost() catches that TypeError and gives None, as the "
              "first test does")
@@ -666,11 +664,9 @@ EQUIVALENT: dict[str, str] = {
        for n in (2, 12, 13, 14)},
     "lightx2v.trace_summary.reader.xǁTraceStreamǁ_event_batches__mutmut_17": _FALSE_NONE,
     "lightx2v.trace_summary.reader.xǁTraceStreamǁ_cut_events__mutmut_16": _FALSE_NONE,
-    **{f"lightx2v.trace_summary.reader.xǁTraceStreamǁ_cut_events__mutmut_{n}": _AT_BRACE + ": a backslash found "
-       "is past it, never at 0" for n in (55, 56)},
+    **{f"lightx2v.trace_summary.reader.xǁTraceStreamǁ_cut_events__mutmut_{n}": _NO_LEADING_BACKSLASH for n in (55, 56)},
     "lightx2v.trace_summary.reader.x__skip_ws__mutmut_7": "the whitespace pattern matches the empty string: there "
                                                           "is always a match",
-    "lightx2v.trace_summary.reader.xǁTraceStreamǁ__init____mutmut_36": _FALSE_NONE,
     "lightx2v.trace_summary.reader.xǁTraceStreamǁ_document__mutmut_29": _FALSE_NONE,
     "lightx2v.trace_summary.reader.xǁTraceStreamǁ_document__mutmut_31": _FALSE_NONE,
     "lightx2v.trace_summary.reader.xǁTraceStreamǁ_document__mutmut_2": "one chunk more read before looking for the "
@@ -683,12 +679,6 @@ EQUIVALENT: dict[str, str] = {
                                                                            "answer)",
     "lightx2v.trace_summary.reader.xǁTraceStreamǁ_exact_value__mutmut_42": _WINDOW + " (grown x5, not x4)",
     "lightx2v.trace_summary.reader.xǁTraceStreamǁ_exact_value__mutmut_64": _WINDOW + " (grown x5, not x4)",
-    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_event_batches__mutmut_62": _NO_LEADING_BACKSLASH,
-    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_event_batches__mutmut_63": _NO_LEADING_BACKSLASH,
-    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_event_batches__mutmut_95": _EXACT_AT_BRACE,
-    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_event_batches__mutmut_96": _EXACT_AT_BRACE,
-    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_open__mutmut_36": _GZIP_MODE,
-    "lightx2v.trace_summary.reader.xǁTraceStreamǁ_open__mutmut_38": _GZIP_MODE,
     "lightx2v.trace_summary.reader.xǁTraceStreamǁ_exact_value__mutmut_23": _CODEC_CASE,
     "lightx2v.trace_summary.reader.xǁTraceStreamǁ_snippet__mutmut_9": _CODEC_CASE,
     # trace_browser/compare.py

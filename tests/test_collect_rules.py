@@ -15,17 +15,13 @@ from lightx2v.trace_summary.collect import NO_ID, Collected, is_label_op, malfor
 from lightx2v.trace_summary.reader import TraceStream
 
 
-def _feed_dicts(c: Collected, events: list) -> None:
-    c.feed(events)
-
-
 @pytest.fixture(autouse=True, params=["dicts", "typed records"])
 def way_in(request, monkeypatch, tmp_path):
     """Every rule holds both ways in: ``feed`` (the generic reader's dicts) and ``feed_records`` (the typed
     reader's records, with the dicts it could not type), the events written to a file and read as the summary
     reads them."""
     if request.param == "dicts":
-        monkeypatch.setattr(sys.modules[__name__], "FEED", _feed_dicts)
+        monkeypatch.setattr(sys.modules[__name__], "FEED", Collected.feed)
         return
     files = itertools.count()
 
@@ -40,7 +36,7 @@ def way_in(request, monkeypatch, tmp_path):
     monkeypatch.setattr(sys.modules[__name__], "FEED", feed_records)
 
 
-FEED = _feed_dicts  # set per test by ``way_in``
+FEED = Collected.feed  # set per test by ``way_in``
 # The reader decodes a file's last event on its own, exactly (a dict): after the sentinel, every event of a test goes
 # through the typed records; the sentinel, metadata, changes nothing but the count of events, which is put back.
 SENTINEL = {"ph": "M", "name": "sentinel"}

@@ -28,12 +28,20 @@ import tempfile
 import time
 from pathlib import Path
 
-from lightx2v import settings
+from lightx2v import hostcheck, settings
 from lightx2v.program import program
+from lightx2v.relay import Relay
 from lightx2v.utils.torch_trace_profiler import resolve_log_dir
 
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
 ALL_INTERFACES = "0.0.0.0"
+# The laptop's ends of the printed `ssh -L` line: the URLs the docs give, and the one origin Perfetto's "Open by
+# URL" fetches from (http://127.0.0.1:9001), whatever ports the servers use here
+LAPTOP_TENSORBOARD_PORT, LAPTOP_BROWSER_PORT = 16006, 9001
+# supervisord's control socket lives in the run folder; a Unix socket's path has room for 107 bytes on Linux,
+# 103 on macOS, and supervisord cannot start with a longer one (a deep $TMPDIR: CI runners, pytest's folders)
+SOCKET_PATH_MAX = 100
+LEFTOVER_STOP_S = 3.0  # how long a process the stack left behind gets after SIGTERM, before SIGKILL
 
 
 def find_conf(environ=os.environ) -> Path:
@@ -117,6 +125,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--infer-cmd", default=None, help="your own inference command instead of the default "
                    "(default $LIGHTX2V_INFER_CMD, else the embedded tiny Qwen-Image run)")
     p.add_argument("--no-trace-browser", action="store_true", help="do not start the Perfetto page")
+    p.add_argument(hostcheck.FLAG, dest="allowed_host", action="append", default=[], metavar="NAME",
+                   help="one more Host name both servers answer to (repeatable; also $LIGHTX2V_ALLOWED_HOSTS): a "
+                        "LAN name under --bind-all, the Host a reverse proxy forwards; '*' turns the check off")
     p.add_argument("--no-assets-install", action="store_true",
                    help="do not install the offline Timeline's polyfill when it is missing (see lightx2v.assets)")
     args = p.parse_args(argv)
@@ -134,6 +145,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     for name in ("port", "browser_port"):
         if not 1 <= getattr(args, name) <= 65535:
             p.error(f"--{name.replace('_', '-')} must be 1-65535, got {getattr(args, name)}")
+    for name in args.allowed_host:
+        try:
+            hostcheck.normalize(name)
+        except ValueError as exc:
+            p.error(f"{hostcheck.FLAG}: {exc}")
     return args
 
 
@@ -174,7 +190,20 @@ def stack_env(args: argparse.Namespace, run_dir: str, environ=os.environ) -> dic
         env["LIGHTX2V_INFERENCE"] = "0"
     if args.no_trace_browser:
         env["LIGHTX2V_TRACE_BROWSER"] = "0"
+    if args.allowed_host:  # both servers read it; the user's own names stay
+        env[settings.ALLOWED_HOSTS] = ",".join(filter(None, [environ.get(settings.ALLOWED_HOSTS, ""),
+                                                             *args.allowed_host]))
     return env
+
+
+def make_run_dir() -> str:
+    """A private folder for supervisord's socket and pid file: in $TMPDIR, or in /tmp when $TMPDIR is so deep
+    that the socket's path would not fit."""
+    run_dir = tempfile.mkdtemp(prefix="lightx2v-serve-")
+    if len(os.fsencode(os.path.join(run_dir, "supervisor.sock"))) > SOCKET_PATH_MAX and os.path.isdir("/tmp"):
+        os.rmdir(run_dir)
+        run_dir = tempfile.mkdtemp(prefix="lightx2v-serve-", dir="/tmp")
+    return run_dir
 
 
 def _die_with_parent() -> None:
@@ -196,7 +225,7 @@ def main(argv=None) -> int:
         print("serve: supervisor is not installed; install the serving extra: pip install -e '.[serve]'",
               file=sys.stderr)
         return 2
-    run_dir = tempfile.mkdtemp(prefix="lightx2v-serve-")
+    run_dir = make_run_dir()
     env = stack_env(args, run_dir)
     host = env["LIGHTX2V_BIND_HOST"]
     host_source = ("--bind-all" if args.bind_all else "--host" if args.host else
@@ -214,36 +243,85 @@ def main(argv=None) -> int:
     timeline_ready = args.no_trace_browser or ensure_offline_assets(install=not args.no_assets_install)
 
     print(f"serve: starting supervisord with {conf}", flush=True)
+    relay = Relay()
     supervisord = subprocess.Popen([sys.executable, "-m", "supervisor.supervisord", "-n", "-c", str(conf)],
-                                   env=env, start_new_session=True, preexec_fn=_die_with_parent)
+                                   env=env, stdin=subprocess.DEVNULL, stdout=relay.child_stdout,
+                                   stderr=relay.child_stderr, start_new_session=True, preexec_fn=_die_with_parent)
+    relay.started()
     stopping = False
 
     def stop(signum, _frame):
         nonlocal stopping
         if not stopping:
             stopping = True
-            print(f"serve: {signal.Signals(signum).name} received; stopping the stack ...", flush=True)
+            relay.say(f"serve: {signal.Signals(signum).name} received; stopping the stack ...")
         if supervisord.poll() is None:
             supervisord.send_signal(signal.SIGTERM)
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, stop)
 
-    print(_banner(args, env, conf, timeline_ready), flush=True)
+    relay.say(_banner(args, env, conf, timeline_ready))
     announced, started = False, time.monotonic()
     try:
         while supervisord.poll() is None:
             if not announced and not stopping and answers(args.port, host):
                 announced = True
-                print(f"serve: TensorBoard answers after {time.monotonic() - started:.1f} s: "
-                      f"http://127.0.0.1:{args.port}/#pytorch_profiler", flush=True)
+                relay.say(f"serve: TensorBoard answers after {time.monotonic() - started:.1f} s: "
+                          f"http://127.0.0.1:{args.port}/#pytorch_profiler")
             time.sleep(0.2)
     finally:
         if supervisord.poll() is None:
             supervisord.send_signal(signal.SIGTERM)
         code = supervisord.wait()
+        left = stop_leftovers(supervisord.pid)
+        if left:
+            relay.say(f"serve: stopped {len(left)} process(es) the stack left behind: {', '.join(left)}", error=True)
+        relay.close()
         shutil.rmtree(run_dir, ignore_errors=True)
     return code if code >= 0 else 1
+
+
+def _session_members(session: int) -> dict[int, str]:
+    """{pid: command name} of the live processes in `session` (Linux /proc; empty elsewhere)."""
+    members: dict[int, str] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return members
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        name, fields = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
+        if fields[0] != "Z" and int(fields[3]) == session:  # after the name: state, ppid, pgrp, session
+            members[int(entry)] = name
+    return members
+
+
+def stop_leftovers(session: int, grace: float = LEFTOVER_STOP_S) -> list[str]:
+    """Stop what is still running in supervisord's session after supervisord has ended: a program it could not
+    stop (it died first, say), or a helper a program started and left. SIGTERM, then SIGKILL after `grace`.
+    The names of what was found, so the user learns of it."""
+    left = _session_members(session)
+    for pid in left:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(pid in _session_members(session) for pid in left):
+        time.sleep(0.05)
+    for pid in _session_members(session):
+        _signal(pid, signal.SIGKILL)
+    return [f"{name} (pid {pid})" for pid, name in sorted(left.items())]
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except OSError:  # gone meanwhile
+        pass
 
 
 def ensure_offline_assets(install: bool = True, timeout: float = 90) -> bool:
@@ -279,11 +357,15 @@ def _banner(args, env, conf, timeline_ready: bool = True) -> str:
         lines.append("  Offline views   " + ("Timeline + Overview of every trace on that page, no internet needed in "
                                           "the browser" if timeline_ready else
                                           "Overview only; Timeline: python -m lightx2v.assets install"))
-    forward = f"-L {tb}:127.0.0.1:{tb}" + ("" if args.no_trace_browser else f" -L {browser}:127.0.0.1:{browser}")
+    forward = f"-L {LAPTOP_TENSORBOARD_PORT}:127.0.0.1:{tb}" + (
+        "" if args.no_trace_browser else f" -L {LAPTOP_BROWSER_PORT}:127.0.0.1:{browser}")
+    laptop = f"http://127.0.0.1:{LAPTOP_TENSORBOARD_PORT}/#pytorch_profiler" + (
+        "" if args.no_trace_browser else f" and http://127.0.0.1:{LAPTOP_BROWSER_PORT}/")
     lines += [
         f"  Listening on    {env['LIGHTX2V_BIND_HOST']}"
         + ("   (loopback only; --bind-all to expose)" if env["LIGHTX2V_BIND_HOST"] == "127.0.0.1" else ""),
         f"  From a laptop   ssh -N {forward} user@this-host",
+        f"                  then open {laptop} on the laptop",
         f"  Status          supervisorctl -s unix://{env['LIGHTX2V_SUPERVISOR_RUN_DIR']}/supervisor.sock status",
         "  Stop            Ctrl-C",
     ]

@@ -26,7 +26,7 @@ from lightx2v.models.networks.qwen_image.config import (
     QwenImageArch,
 )
 from lightx2v.models.networks.qwen_image.late_rank import parse_calls
-from lightx2v.program import program
+from lightx2v.program import program, whole_lines
 from lightx2v.utils.distributed import launched_world_size, say
 
 DESCRIPTION = """\
@@ -553,6 +553,7 @@ def _run_job(args: argparse.Namespace, arch: QwenImageArch, device, dtype, rank:
 
 
 def main(argv: list[str] | None = None) -> int:
+    whole_lines()
     parser = build_parser()
     args = parser.parse_args(argv)
     arch = resolve_arch(args)

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 
 from lightx2v import hostcheck, settings
+from lightx2v.program import whole_lines
 from lightx2v.utils.torch_trace_profiler import DEFAULT_TB_DIR, ENV_DIR
 
 PROG = "lightx2v.tensorboard"
@@ -88,6 +89,7 @@ def _setup_logging() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    whole_lines()
     settings.exit_on_bad_values(settings.TENSORBOARD, label=PROG)
     try:  # --allowed-host is ours: TensorBoard's own parser never sees it
         allowed, argv = hostcheck.take_flags(sys.argv[1:] if argv is None else argv)

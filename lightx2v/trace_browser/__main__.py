@@ -12,11 +12,12 @@ import argparse
 import sys
 
 from lightx2v import hostcheck, settings
-from lightx2v.program import program
+from lightx2v.program import program, whole_lines
 from lightx2v.trace_browser.server import root_problem, serve
 
 
 def main(argv=None) -> int:
+    whole_lines()
     settings.exit_on_bad_values(settings.TRACE_BROWSER)
     get = settings.get
     parser = argparse.ArgumentParser(prog=program("lightx2v.trace_browser"), description=__doc__,

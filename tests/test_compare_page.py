@@ -517,18 +517,18 @@ def test_an_empty_change_table_is_a_sentence_instead():
 
 def test_the_kernels_table_shows_both_sides_and_the_change_against_zero_for_an_added_or_removed_kernel(one_pair):
     table = one_pair.find("table", cls="kernels")
-    assert header(table) == ["kernel", "status", "calls BASE", "NEW", "ms BASE", "NEW", "", "Δ ms", "Δ %"]
+    assert header(table) == ["kernel", "status", "calls BASE", "NEW", "ms BASE", "NEW", "", "Δ ms", "Δ %", "noise"]
     assert [[t for i, t in enumerate(texts(r)) if i != 6] for r in body_rows(table)] == [
-        ["big_gemm", "added", "–", "2", "–", "0.300", "+0.300", "–"],  # BASE has none: no BASE figure
-        ["old_gemm", "removed", "3", "–", "0.150", "–", "-0.150", "–"],
-        ["softmax", "changed", "1", "1", "0.100", "0.130", "+0.030", "+30.0%"],
-        ["gelu", "same", "1.50", "1.50", "0.040", "0.040", "0.000", "+0.0%"],
-        ["ghost", "same", "–", "–", "–", "–", "–", "–"]]
+        ["big_gemm", "added", "–", "2", "–", "0.300", "+0.300", "–", ""],  # BASE has none: no BASE figure
+        ["old_gemm", "removed", "3", "–", "0.150", "–", "-0.150", "–", ""],  # no noise verdict made: none shown
+        ["softmax", "changed", "1", "1", "0.100", "0.130", "+0.030", "+30.0%", ""],
+        ["gelu", "same", "1.50", "1.50", "0.040", "0.040", "0.000", "+0.0%", ""],
+        ["ghost", "same", "–", "–", "–", "–", "–", "–", ""]]
 
 
 def test_a_kernel_that_takes_longer_reads_slower_shorter_faster_unchanged_neither(one_pair):
     rows = rows_by_first_cell(one_pair, "kernels")
-    assert {name: classes(r)[7:] for name, r in rows.items()} == {
+    assert {name: classes(r)[7:9] for name, r in rows.items()} == {
         "big_gemm": [{"num", "slower"}] * 2, "old_gemm": [{"num", "faster"}] * 2,
         "softmax": [{"num", "slower"}] * 2, "gelu": [{"num"}] * 2, "ghost": [{"num"}] * 2}
 
@@ -596,12 +596,13 @@ def test_the_added_and_removed_table_shows_news_figures_for_an_added_kernel_and_
 def test_the_ops_table_names_each_op_with_its_label_and_the_kernels_it_changed(one_pair):
     table = one_pair.find("table", cls="ops")
     assert header(table) == ["label / op", "status", "kernels BASE", "NEW", "GPU ms BASE", "NEW", "", "Δ ms", "Δ %",
-                             "kernels changed"]
+                             "noise", "kernels changed"]
     rows = body_rows(table)
     assert [[t for i, t in enumerate(texts(r)) if i not in (0, 6)] for r in rows] == [
-        ["kernels changed", "1", "1", "0.250", "0.430", "+0.180", "+72.0%", "− old_gemm− old_fill+ big_gemm+ splitk"],
-        ["added", "0", "1", "0.000", "0.020", "+0.020", "–", ""],
-        ["same", "1", "1", "0.040", "0.040", "0.000", "+0.0%", ""]]
+        ["kernels changed", "1", "1", "0.250", "0.430", "+0.180", "+72.0%", "",
+         "− old_gemm− old_fill+ big_gemm+ splitk"],
+        ["added", "0", "1", "0.000", "0.020", "+0.020", "–", "", ""],
+        ["same", "1", "1", "0.040", "0.040", "0.000", "+0.0%", "", ""]]
     names = [cells(r)[0] for r in rows]
     assert [n.own_text() for n in names] == ["attn / aten::mm", "(no launching op)", "aten::gelu"]
     kernels = cells(rows[0])[-1]
@@ -649,12 +650,12 @@ def test_a_memory_kind_only_new_has_reads_as_added_time_against_zero():
 
 def test_the_cpu_ops_table_shows_self_time_changes(one_pair):
     table = one_pair.find("table", cls="cpu-ops")
-    assert header(table) == ["op", "status", "calls BASE", "NEW", "self ms BASE", "NEW", "", "Δ ms", "Δ %"]
+    assert header(table) == ["op", "status", "calls BASE", "NEW", "self ms BASE", "NEW", "", "Δ ms", "Δ %", "noise"]
     rows = body_rows(table)
     assert [[t for i, t in enumerate(texts(r)) if i != 6] for r in rows] == [
-        ["aten::linear", "changed", "4", "4", "0.080", "0.050", "-0.030", "-37.5%"],
-        ["aten::view", "same", "2", "2", "0.010", "0.010", "0.000", "+0.0%"]]
-    assert [classes(r)[7:] for r in rows] == [[{"num", "faster"}] * 2, [{"num"}] * 2]
+        ["aten::linear", "changed", "4", "4", "0.080", "0.050", "-0.030", "-37.5%", ""],
+        ["aten::view", "same", "2", "2", "0.010", "0.010", "0.000", "+0.0%", ""]]
+    assert [classes(r)[7:9] for r in rows] == [[{"num", "faster"}] * 2, [{"num"}] * 2]
     assert bars(cells(rows[0])[6]) == ("-0.030 ms", [("59.5", "1", MID), ("0.0", "60.0", GREEN)])
     assert cells(rows[0])[0].classes == {"name"} and "title" not in cells(rows[0])[0].attrs
 
@@ -728,9 +729,52 @@ def test_the_chooser_keeps_the_sides_it_was_given():
     assert {k: v[1] for k, v in selects(doc).items()} == {"base": ["a.json"], "new": ["old/"]}
 
 
-def test_the_chooser_with_one_side_picks_it_for_both():
-    doc = parse(compare.render_chooser(sides("only/")))
-    assert {k: v[1] for k, v in selects(doc).items()} == {"base": ["only/"], "new": ["only/"]}
+PLACEHOLDER = ("", "choose a capture")
+
+
+@pytest.mark.parametrize("given", [("only/",), ("only/", "only/r0.json", "only/r1.json"), ("",)])
+def test_with_one_capture_the_chooser_says_a_second_is_needed_and_selects_nothing(given):
+    """A run and its own files (or two ranks of it) are one capture: never preselected as BASE and NEW."""
+    doc = parse(compare.render_chooser(sides(*given)))
+    options = [PLACEHOLDER] + [(p, f"title {p}") for p in given]
+    assert selects(doc) == {"base": (options, [""]), "new": (options, [""])}
+    assert all("required" in s.attrs for s in doc.find_all("select"))
+    assert [o.attrs.get("disabled") for o in doc.find_all("option") if o.attrs["value"] == ""][0] == ""
+    assert doc.find("p", id="second-capture").text() == (
+        f"A second capture is needed to compare: title {given[0]} is the only one here whose traces are whole. "
+        "Capture again, then reload this page.")
+
+
+def test_the_chooser_preselects_the_newest_two_runs_whose_traces_are_whole_and_marks_damaged_sides():
+    given = [compare.Side("newest/", "run newest/", "r0.pt.trace.json: empty file (0 bytes)"),
+             compare.Side("new/", "run new/"), compare.Side("old/", "run old/"),
+             compare.Side("newest/r0.pt.trace.json", "newest/r0.pt.trace.json", "empty file (0 bytes)")]
+    doc = parse(compare.render_chooser(given))
+    options, chosen = selects(doc)["base"]
+    assert chosen == ["old/"] and selects(doc)["new"][1] == ["new/"]
+    assert options == [("newest/", "run newest/ (damaged: r0.pt.trace.json: empty file (0 bytes))"),
+                       ("new/", "run new/"), ("old/", "run old/"),
+                       ("newest/r0.pt.trace.json", "newest/r0.pt.trace.json (damaged: empty file (0 bytes))")]
+    assert doc.find_all("p", id="second-capture") == []
+
+
+def test_with_no_run_whose_traces_are_whole_the_chooser_says_so():
+    doc = parse(compare.render_chooser([compare.Side("a/", "run a/", "r0.json: empty file (0 bytes)"),
+                                        compare.Side("b/", "run b/", "r0.json: empty file (0 bytes)")]))
+    assert doc.find("p", id="second-capture").text().startswith(
+        "A second capture is needed to compare: no run here has whole traces (the trace list says which file")
+    assert selects(doc)["base"][1] == [""]
+
+
+def test_a_run_folder_is_damaged_by_its_damaged_ranks_only():
+    traces = [compare.Trace("r/rank0.pt.trace.json", 1, 3.0, "tensorboard", "empty file (0 bytes)"),
+              compare.Trace("r/rank1.pt.trace.json", 1, 3.0, "tensorboard"),
+              compare.Trace("r/other.json", 1, 3.0, "chrome", "cut off"),  # beside ranks: not one of them
+              compare.Trace("s/other.json", 1, 2.0, "chrome", "cut off")]
+    assert [(s.path, s.damaged) for s in compare.choices(traces)] == [
+        ("r/", "rank0.pt.trace.json: empty file (0 bytes)"), ("s/", "other.json: cut off"),
+        ("r/rank0.pt.trace.json", "empty file (0 bytes)"), ("r/rank1.pt.trace.json", ""),
+        ("r/other.json", "cut off"), ("s/other.json", "cut off")]
 
 
 def test_the_chooser_without_traces_says_so_and_has_no_form():
@@ -804,3 +848,74 @@ def test_the_step_wall_change_is_coloured_only_beyond_noise(verdict, expected):
     second = dataclasses.replace(pair(1, 1, 1, worker="1"), step_noise=judged)
     rank_row = body_rows(render(run_diff([rd, second])).find("table", cls="ranks"))[0]
     assert classes(rank_row)[6:] == [expected, expected]
+
+
+def judged(verdict: str) -> Noise:
+    return Noise(verdict=verdict, test=RANGES, p_value=None, effect_us=30.0, noise_pct=4.0)
+
+
+def test_the_step_walls_noise_verdict_is_said_under_the_figures_as_the_terminal_says_it():
+    rd = dataclasses.replace(pair(), step_noise=Noise(REAL, RANGES, None, 200.0, 53.0))
+    doc = render(run_diff([rd]))
+    assert doc.find("p", cls="noise-line").text() == ("step wall: beyond noise (3 vs 4 steps, ranges apart, steps "
+                                                      "vary ±53.0%)")
+    assert render(run_diff([pair()])).find_all("p", cls="noise-line") == []  # no verdict made: no line
+
+
+@pytest.mark.parametrize("table, make", [
+    ("kernels", lambda n: dataclasses.replace(kernel("k", CHANGED, D(1.0, 1.0), D(100.0, 130.0, 30.0, 30.0)),
+                                              noise=n)),
+    ("cpu-ops", lambda n: dataclasses.replace(cpu_op("k", CHANGED, D(1.0, 1.0), D(100.0, 130.0, 30.0, 30.0)),
+                                              noise=n)),
+    ("ops", lambda n: dataclasses.replace(op("k", "", CHANGED, D(1.0, 1.0), D(100.0, 130.0, 30.0, 30.0)), noise=n)),
+])
+@pytest.mark.parametrize("verdict, word, row_class, coloured", [
+    (REAL, "real", "real", True), (NOISE, "noise", "noise", False), (UNTESTED, "?", "untested", False)])
+def test_a_change_row_says_the_terminals_noise_word_and_is_coloured_only_beyond_noise(table, make, verdict, word,
+                                                                                      row_class, coloured):
+    field = {"kernels": "kernels", "cpu-ops": "cpu_ops", "ops": "ops"}[table]
+    doc = render(run_diff([pair(**{field: [make(judged(verdict))]})]))
+    (row,) = body_rows(doc.find("table", cls=table))
+    label = cells(row)[9]
+    assert (row.attrs["class"], label.text(), label.classes) == (row_class, word, {"judged"})
+    assert label.attrs["title"] == compare.JUDGED_TITLE[verdict]
+    delta = {"num", "slower"} if coloured else {"num"}
+    assert classes(row)[7:9] == [delta, delta]
+    assert bars(cells(row)[6])[1][1][2] == (RED if coloured else compare.NOT_JUDGED_BAR)
+
+
+def test_the_pages_style_greys_the_rows_within_noise():
+    style = compare.render_chooser([]).split("<style>")[1].split("</style>")[0]
+    assert "tr.noise td, tr.untested td, .noise-line { color: #777; }" in style
+
+
+def same(rd, file: str | None = None):
+    return dataclasses.replace(rd, new_file=file or rd.base_file)
+
+
+def test_a_file_compared_with_itself_says_so_under_the_verdict():
+    doc = render(run_diff([same(pair())]))
+    note = doc.find("p", id="same-file")
+    assert note.text() == ("BASE and NEW are the same file (b0.json): a trace compared with itself, so nothing can "
+                           "differ. Choose two captures to compare.")
+    paragraphs = doc.find_all("p")
+    assert paragraphs[paragraphs.index(doc.find("p", id="verdict")) + 1] is note
+    two = render(run_diff([same(pair()), same(pair(1, 1, 1, worker="1"))]))
+    assert two.find("p", id="same-file").text().startswith("BASE and NEW are the same 2 files (b0.json, b1.json): ")
+
+
+def test_a_file_and_another_path_to_it_are_the_same_file(tmp_path):
+    (tmp_path / "t.json").write_text("{}")
+    (tmp_path / "link.json").symlink_to(tmp_path / "t.json")
+    rd = dataclasses.replace(pair(), base_file=str(tmp_path / "link.json"), new_file=str(tmp_path / "t.json"))
+    assert render(run_diff([rd])).find("p", id="same-file").text().startswith(
+        "BASE and NEW are the same file (link.json): ")
+
+
+def test_some_pairs_of_one_file_say_which():
+    doc = render(run_diff([same(pair()), pair(1, 1, 1, worker="1")]))
+    assert doc.find("p", id="same-file").text() == (
+        "1 of the 2 pairs compare a file with itself (b0.json): nothing in them can differ.")
+    lone = render(run_diff([same(pair())], unmatched=((), ("rank 1 (hn1)",))))
+    assert lone.find("p", id="same-file").text().startswith("1 of the 1 pairs compare a file with itself")
+    assert render(run_diff([pair()])).find_all("p", id="same-file") == []

@@ -73,11 +73,11 @@ def page(tmp_path: Path) -> Tables:
 
 def test_a_slower_figure_reads_red_a_faster_one_green_and_no_change_neither(page):
     kernels = {row[0][1]: row for row in page.rows("kernels")}
-    assert [(cls, text) for cls, text in kernels["gemm_b"][-2:]] == [({"num", "slower"}, "+0.150"),
-                                                                     ({"num", "slower"}, "–")]
-    assert [(cls, text) for cls, text in kernels["gemm_a"][-2:]] == [({"num", "faster"}, "-0.100"),
-                                                                     ({"num", "faster"}, "-100.0%")]
-    assert [(cls, text) for cls, text in kernels["gelu"][-2:]] == [({"num"}, "0.000"), ({"num"}, "+0.0%")]
+    # Δ ms, Δ % and the noise verdict (two steps a side, each the same: ranges apart, or equal)
+    assert kernels["gemm_b"][-3:] == [({"num", "slower"}, "+0.150"), ({"num", "slower"}, "–"), ({"judged"}, "real")]
+    assert kernels["gemm_a"][-3:] == [({"num", "faster"}, "-0.100"), ({"num", "faster"}, "-100.0%"),
+                                      ({"judged"}, "real")]
+    assert kernels["gelu"][-3:] == [({"num"}, "0.000"), ({"num"}, "+0.0%"), ({"judged"}, "noise")]
     # a figures row: its name (a th cell), then BASE, NEW, delta, delta % (td cells)
     assert [[c for c, _ in r[2:]] for r in page.rows("figures")] == [
         [{"num"}, {"num"}],  # steps: a count, never coloured

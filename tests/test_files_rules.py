@@ -5,6 +5,7 @@ tests/test_trace_browser.py asks the same of a running server."""
 
 from __future__ import annotations
 
+import gzip
 import os
 from pathlib import Path
 
@@ -201,3 +202,79 @@ def test_a_link_inside_a_run_to_a_trace_inside_the_root_counts(root):
 ])
 def test_a_run_path_that_leaves_the_root_or_holds_no_json_trace_is_refused(root, url, status, reason):
     assert refused(lambda: resolve_run(str(root), url)) == (status, reason)
+
+
+# --- damaged files: cheap checks ----------------------------------------------------------------------------------
+
+WHOLE = b'{"schemaVersion": 1, "traceEvents": [{"ph": "X", "name": "aten::mm", "ts": 1, "dur": 2}]}'
+CUT = WHOLE[:40]
+
+
+def gzipped(data: bytes) -> bytes:
+    return gzip.compress(data, mtime=0)
+
+
+def written(tmp_path: Path, data: bytes, name: str = "t.pt.trace.json") -> str:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return str(path)
+
+
+@pytest.mark.parametrize("data, reason", [
+    (b"", "empty file (0 bytes)"),
+    (WHOLE, ""),
+    (WHOLE + b" \n\t\r\n", ""),  # whitespace after the closing brace
+    (b'[{"ph": "X"}]', ""),  # Chrome's array of events
+    (CUT, "cut off: 40 bytes of JSON that do not end with } or ]"),
+    (WHOLE + b"\n" + b" " * 70, "cut off: 160 bytes of JSON that do not end with } or ]"),  # } before the last 64
+    (gzipped(WHOLE), ""),
+    (gzipped(WHOLE[:50]) + gzipped(WHOLE[50:]), ""),  # two members, as gzip reads them
+    (gzipped(WHOLE) + b"\0\0\0", ""),  # zero padding after the member
+    (gzipped(WHOLE)[:-8], f"cut off: its gzip stream stops after {len(WHOLE)} bytes of JSON"),  # no trailer
+    (gzipped(WHOLE)[:19], "cut off: 19 bytes, fewer than any gzip file has"),
+    (gzipped(WHOLE)[:20], "cut off: its gzip stream stops after 9 bytes of JSON"),
+    (gzipped(CUT), "cut off: gzip of 40 bytes of JSON that do not end with } or ]"),  # whole gzip of a cut trace
+    (gzipped(WHOLE)[:12] + b"\xff" * 30 + gzipped(WHOLE)[42:], "corrupt gzip data"),
+], ids=["empty", "json", "json-whitespace", "array", "json-cut", "json-brace-too-early", "gzip", "gzip-members",
+        "gzip-padding", "gzip-no-trailer", "gzip-19-bytes", "gzip-20-bytes", "gzip-of-cut-json", "gzip-corrupt"])
+def test_a_damaged_file_says_why_a_whole_one_nothing(tmp_path, data, reason):
+    assert files.damage(written(tmp_path, data)) == reason
+
+
+def test_a_small_gzip_is_read_to_its_end_in_pieces_whatever_it_decompresses_to(tmp_path, monkeypatch):
+    monkeypatch.setattr(files, "_PIECE", 7)
+    doc = b'{"traceEvents": [' + b'{"ph": "X"},' * 3000 + b'{"ph": "X"}]}'
+    assert files.damage(written(tmp_path, gzipped(doc))) == ""
+    cut = gzipped(doc)[:-30]
+    assert files.damage(written(tmp_path, cut, "c.json.gz")).startswith("cut off: its gzip stream stops after ")
+
+
+@pytest.mark.parametrize("stated, reason", [(1032 * 100, ""),
+                                            (1032 * 100 + 1, "cut off: its gzip stream ends without its trailer")])
+def test_a_large_gzip_is_cut_when_its_trailer_states_more_than_deflate_can_make_of_it(tmp_path, monkeypatch, stated,
+                                                                                      reason):
+    """Past WHOLE_GZIP_CHECK bytes only the last 4 are read (the stated size, mod 2**32): no deflate stream
+    decompresses to more than 1032 times its size."""
+    monkeypatch.setattr(files, "WHOLE_GZIP_CHECK", 99)
+    data = b"\x1f\x8b" + b"\xff" * 94 + stated.to_bytes(4, "little")  # 100 bytes: not decompressed (no gzip)
+    assert files.damage(written(tmp_path, data)) == reason
+    monkeypatch.setattr(files, "WHOLE_GZIP_CHECK", 100)
+    assert files.damage(written(tmp_path, data, "d.json.gz")) == "corrupt gzip data"  # at the limit: read whole
+
+
+def test_a_file_is_checked_again_once_rewritten_and_one_gone_cannot_be_read(tmp_path):
+    path = written(tmp_path, b"")
+    assert files.damage(path) == "empty file (0 bytes)"
+    written(tmp_path, WHOLE)
+    assert files.damage(path) == ""
+    assert files.damage(str(tmp_path / "gone.json")) == "cannot read (No such file or directory)"
+
+
+def test_the_listing_marks_each_damaged_json_trace_and_no_perfetto_file(root):
+    put(root / "run" / "r0.pt.trace.json.gz", "")
+    (root / "run" / "r1.pt.trace.json.gz").write_bytes(gzipped(WHOLE)[:30])
+    put(root / "old" / "x.pftrace", "")  # Perfetto's binary: not JSON, not checked
+    damaged = {t.path: t.damaged for t in list_traces(str(root))}
+    assert damaged == {"run/r0.pt.trace.json.gz": "empty file (0 bytes)",
+                       "run/r1.pt.trace.json.gz": "cut off: its gzip stream stops after 19 bytes of JSON",
+                       "a.json": "", "old/x.pftrace": ""}

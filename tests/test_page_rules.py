@@ -81,6 +81,15 @@ def test_each_row_has_the_path_size_time_the_perfetto_ways_and_the_offline_views
     assert html.count("</td></tr>\n<tr><td class=path>") == 2  # a row a line
 
 
+def test_a_damaged_file_is_marked_beside_its_name_with_why(timeline_ready):
+    cut = Trace("r/rank0.pt.trace.json.gz", 30, 0.0, "tensorboard", "cut off: its gzip stream stops after 19 bytes")
+    html = render_index([cut, NEW], root="r", host="h:1", perfetto_ui=UI)
+    assert ("<tr class=damaged><td class=path>r/rank0.pt.trace.json.gz <span class=damaged>damaged: cut off: its "
+            "gzip stream stops after 19 bytes</span></td><td class=num>30 B</td>") in html
+    assert html.count("damaged:") == 1  # a whole file is listed as before
+    assert "span.damaged { color: #c0392b;" in html
+
+
 def test_a_file_in_a_folder_is_offered_to_perfetto_under_its_own_name(timeline_ready):
     html = render_index([Trace("deep/er/x.json", 1, 0.0)], root="r", host="h:1", perfetto_ui=UI)
     assert 'data-name="x.json">Open in Perfetto' in html

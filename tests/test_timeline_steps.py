@@ -1,12 +1,16 @@
 """The Timeline moving step by step, as a person uses it: Debian's headless Chromium with no internet, the real
-trace browser, the hand-made three-step trace (tests/helpers/steps_trace.py). Each window drawn is asserted on
-the viewer's model: which kernels it holds, which it does not."""
+trace browser, the hand-made three-step trace (tests/helpers/steps_trace.py) and a two-rank run. Each window drawn is
+asserted on the viewer's model: which kernels it holds, which it does not; the view opened, on the viewer's own display
+transform."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 
 from helpers.browser import chromium_with_offline_views, external_requests
+from helpers.comm_trace import late_in_step_2, write_run
 from helpers.procs import http_get, trace_browser, wait_until
 from helpers.steps_trace import steps_trace
 
@@ -15,6 +19,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 TRACE = "run/rank0_host.pt.trace.json"
 SPANS_TRACE = "spans/rank0_host.pt.trace.json"  # the same steps under kineto's "Process Spans" (20 steps long)
 NO_STEPS_TRACE = "plain/trace.json"
+RUN = "ranks/"  # two ranks (tests/helpers/comm_trace.py): the run's Timeline, every rank's step merged
 
 
 @pytest.fixture(scope="module")
@@ -22,6 +27,7 @@ def port(tmp_path_factory):
     root = tmp_path_factory.mktemp("timeline_steps") / "save_results"
     steps_trace(root / TRACE)
     steps_trace(root / SPANS_TRACE, spans=True)
+    write_run(root, late_in_step_2(), name=RUN.rstrip("/"))
     (root / NO_STEPS_TRACE).parent.mkdir()
     (root / NO_STEPS_TRACE).write_text('{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, '
                                        '"tid": 1, "ts": 10, "dur": 5}]}')
@@ -109,6 +115,31 @@ def test_a_step_opens_zoomed_to_that_step_not_to_the_capture_around_it(driver, p
     assert "PyTorch Profiler (0)" in drawn(driver, 1)["slices"]  # the spans event is in the window ...
     assert visible[0] <= step["lo"] and visible[1] >= step["end"]  # ... yet the view is the step, with a margin
     assert visible[0] >= step["lo"] - 0.05 * width and visible[1] <= step["end"] + 0.05 * width, (step, visible)
+
+
+VIEWPORT = """
+    const view = document.getElementById('trace-viewer').trackView, model = window.lightx2vTimeline.model;
+    const shown = view.viewport.currentDisplayTransform, width = view.modelTrackContainer_.canvas.width;
+    const spans = [];
+    for (const p of model.getAllProcesses())
+        for (const t of Object.values(p.threads))
+            for (const s of t.sliceGroup.slices) if (s.title === arguments[0]) spans.push([s.start, s.end]);
+    return {shown: [shown.xViewToWorld(0), shown.xViewToWorld(width)],
+            step: [Math.min(...spans.map((s) => s[0])), Math.max(...spans.map((s) => s[1]))]};"""
+
+
+@pytest.mark.parametrize("page, step, k", [(SPANS_TRACE, "1", 1), (RUN, "ProfilerStep%232", 1)])
+def test_the_viewers_own_view_stays_on_the_step_after_it_settled(driver, port, page, step, k):
+    """What the ruler spans, read from the viewer's display transform once its own first fit is past (it polls
+    every 250 ms for a sized viewport, then fits the whole window), against the step's slices in its model (model
+    ms; every rank's in the run's): the step with a small margin, not the window around it."""
+    driver.get(f"http://127.0.0.1:{port}/timeline/{page}?step={step}")
+    drawn(driver, k)
+    time.sleep(1.5)
+    view = driver.execute_script(VIEWPORT, f"ProfilerStep#{k + 1}")
+    (lo, end), (left, right) = view["step"], view["shown"]
+    width = end - lo
+    assert lo - 0.05 * width <= left <= lo and end <= right <= end + 0.05 * width, view
 
 
 @pytest.mark.parametrize("asked,expected", [

@@ -3,8 +3,10 @@
 BASE and NEW are each a trace or a run folder (several ranks). The page shows what `--diff` prints, laid out for
 reading: the verdict, the per-step figures side by side, paired per-step bars (BASE over NEW, one scale), the ops
 whose GPU work changed most (and which kernels they now launch), kernels added and removed, kernels, CPU ops and
-memory operations by change, and for several ranks one row per rank pair. Like the Overview it has no script,
-external style or font, so it renders with no internet; the choice of sides is a plain GET form.
+memory operations by change, and for several ranks one row per rank pair. The noise verdicts are the terminal's,
+from the same functions (`render_diff.noise_word`, `noise_line`): each change row says real, noise or ?, and only
+a change beyond noise is red or green. Like the Overview it has no script, external style or font, so it renders
+with no internet; the choice of sides is a plain GET form, opening on the newest two runs whose traces are whole.
 
 Which run is "the previous run of this label" is decided here too: the profiler names run folders
 ``<time>_<label>`` (``_2``... on a clash, ``_job<pid>`` for torchrun without a store), so the previous run is the
@@ -13,18 +15,20 @@ newest older folder beside it with the same label.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lightx2v.trace_browser.files import Trace, shown, summarized
+from lightx2v.trace_browser.files import Trace, run_traces, shown, summarized
 from lightx2v.trace_browser.flame import FLAME_STYLE, diff_flame_section
 from lightx2v.trace_summary.diff import ADDED, REMOVED, Delta, RankDiff, RunDiff, pair_label
 from lightx2v.trace_summary.model import RankSummary, RunSummary
-from lightx2v.trace_summary.noise import REAL
+from lightx2v.trace_summary.noise import NOISE, REAL, UNTESTED, Noise
 from lightx2v.trace_summary.render import format_ms
+from lightx2v.trace_summary.render_diff import noise_line, noise_word
 
 from .html_page import BUSY, CPU, FASTER, IDLE, NONE, SLOWER, bar, count, escape, ms, name_cell, num_cell, page, table
 
@@ -32,6 +36,10 @@ ROUTE = "/compare"
 TOP = 15  # rows of each change table
 MAX_PAIRED_STEPS = 32  # paired step bars per rank pair; longer captures show the first ones and say so
 BAR_WIDTH = 260
+NOT_JUDGED_BAR = "#b5b5b5"  # a change within noise (or not testable): drawn, in neither faster's nor slower's colour
+JUDGED_CLASS = {REAL: "real", NOISE: "noise", UNTESTED: "untested"}  # a change row's class by its noise verdict
+JUDGED_TITLE = {REAL: "beyond noise: the steps of the two sides differ", NOISE: "within noise: the steps overlap",
+                UNTESTED: "one step a side: noise cannot be told from change"}
 
 # `<time>_<label>[_N | _job<pid>]`: the profiler's run-folder names (see lightx2v/utils/torch_trace_profiler.py)
 _RUN_NAME = re.compile(r"^(?P<stamp>\d{8}(?:-\d{6})?)_(?P<label>.+?)(?:_(?P<n>\d+)|_job\d+)?$")
@@ -41,10 +49,16 @@ _RUN_NAME = re.compile(r"^(?P<stamp>\d{8}(?:-\d{6})?)_(?P<label>.+?)(?:_(?P<n>\d
 
 @dataclass(frozen=True)
 class Side:
-    """One choosable side: a run folder (``path`` ends with "/") or one trace file, relative to the root."""
+    """One choosable side: a run folder (``path`` ends with "/", or is "" for the root) or one trace file, relative
+    to the root; ``damaged``: why it cannot be read whole (a rank of a run folder, or the file: `files.damage`)."""
 
     path: str
     title: str
+    damaged: str = ""
+
+    @property
+    def run(self) -> bool:
+        return self.path == "" or self.path.endswith("/")
 
 
 def run_label(folder: str) -> str | None:
@@ -84,8 +98,24 @@ def previous_runs(traces: Sequence[Trace]) -> dict[str, str]:
 
 def choices(traces: Sequence[Trace]) -> list[Side]:
     """What the form offers: every run folder (newest first), then every JSON trace file."""
-    sides = [Side(f + "/" if f else "", f"run {f or '.'}/") for f in run_folders(traces)]
-    return sides + [Side(t.path, t.path) for t in traces if summarized(t)]
+    by_folder: dict[str, list[Trace]] = {}
+    for t in traces:
+        by_folder.setdefault(posixpath.dirname(t.path), []).append(t)
+    sides = [Side(f + "/" if f else "", f"run {f or '.'}/", _run_damage(by_folder[f])) for f in run_folders(traces)]
+    return sides + [Side(t.path, t.path, t.damaged) for t in traces if summarized(t)]
+
+
+def _run_damage(traces: list[Trace]) -> str:
+    """Why a run folder cannot be compared: its damaged ranks, each with why ("" when none is)."""
+    return "; ".join(f"{posixpath.basename(t.path)}: {t.damaged}" for t in run_traces(traces) if t.damaged)
+
+
+def preselected(sides: Sequence[Side]) -> tuple[str, str] | None:
+    """(BASE, NEW) the form opens with: the newest two run folders none of whose ranks is damaged, NEW the newest;
+    None when there are fewer. Files are never preselected: a file and its folder, or two ranks of one folder, are
+    the same capture."""
+    runs = [s.path for s in sides if s.run and not s.damaged]
+    return (runs[1], runs[0]) if len(runs) > 1 else None
 
 
 def compare_url(base: str, new: str) -> str:
@@ -130,21 +160,41 @@ def _change_class(delta: float | None) -> str:
     return "" if not delta else ("slower" if delta > 0 else "faster")
 
 
+def _judged_change_class(noise: Noise | None, delta: float | None) -> str:
+    """A change is coloured only when it is beyond noise (``noise.judge``, as the terminal's ``noise`` column
+    says): within it, or with one step a side (not judged), a red or green figure would say "slower" or "faster"
+    where the verdict does not. A figure without a judgement (none made) is coloured by its sign."""
+    return "" if noise is not None and noise.verdict != REAL else _change_class(delta)
+
+
 def _wall_change_class(rd: RankDiff) -> str:
-    """The step wall's change is coloured only when it is beyond noise: within it (or with one step a side, not
-    judged) the verdict says "no change" or "inconclusive", and a red or green figure would say otherwise."""
-    judged = rd.step_noise
-    return "" if judged is not None and judged.verdict != REAL else _change_class(rd.step_wall_us.delta)
+    """The step wall's change is coloured only when it is beyond noise: within it the verdict says "no change" or
+    "inconclusive"."""
+    return _judged_change_class(rd.step_noise, rd.step_wall_us.delta)
 
 
-def delta_bar(delta: float | None, scale: float, label: str, width: int = 120) -> str:
-    """A bar from the middle: left (green) when NEW takes less, right (red) when it takes more."""
+def _noise_cell(noise: Noise | None) -> str:
+    """A change row's ``noise`` cell: the terminal's word (``render_diff.noise_word``: real, noise or ?)."""
+    if noise is None:
+        return "<td></td>"
+    return f'<td class=judged title="{escape(JUDGED_TITLE[noise.verdict])}">{escape(noise_word(noise))}</td>'
+
+
+def _row(noise: Noise | None) -> str:
+    """A change row's start tag: classed by its noise verdict (a row within noise reads grey)."""
+    return "<tr>" if noise is None else f"<tr class={JUDGED_CLASS[noise.verdict]}>"
+
+
+def delta_bar(delta: float | None, scale: float, label: str, width: int = 120, judged: bool = True) -> str:
+    """A bar from the middle: left (green) when NEW takes less, right (red) when it takes more; grey when the
+    change is not beyond noise (``judged`` False)."""
     half = width / 2
     rects = [f'<rect x="{half - 0.5:.1f}" width="1" height="12" fill="#999"/>']
     if delta and scale > 0:
         w = min(half, half * abs(delta) / scale)
         x = half if delta > 0 else half - w
-        rects.append(f'<rect x="{x:.1f}" width="{w:.1f}" height="12" fill="{SLOWER if delta > 0 else FASTER}"/>')
+        fill = NOT_JUDGED_BAR if not judged else SLOWER if delta > 0 else FASTER
+        rects.append(f'<rect x="{x:.1f}" width="{w:.1f}" height="12" fill="{fill}"/>')
     return (f'<svg class=delta width="{width}" height="12" viewBox="0 0 {width} 12" role="img" '
             f'aria-label="{escape(label)}">{"".join(rects)}</svg>')
 
@@ -160,7 +210,7 @@ def render_compare(diff: RunDiff, base: RunSummary, new: RunSummary, *, base_pat
     parts = [f'<p class=nav><a href="{escape(back_url)}">← all traces</a> · <a class=choose href="{ROUTE}">choose '
              f'other captures</a> · <a class=swap href="{escape(swap)}">swap BASE and NEW</a></p>',
              f"<h1>Compare {escape(diff.base.label)} → {escape(diff.new.label)}</h1>",
-             f"<p class=verdict id=verdict>{escape(diff.verdict)}</p>",
+             f"<p class=verdict id=verdict>{escape(diff.verdict)}</p>", _same_files(diff),
              "<table class=sides><tbody>"
              f"<tr><th>BASE</th><td>{_side_link(base_path, overview_url)}</td>"
              f"<td>{escape(_side_text(diff.base))}</td></tr>"
@@ -178,6 +228,22 @@ def render_compare(diff: RunDiff, base: RunSummary, new: RunSummary, *, base_pat
         parts.append(_rank_pair(rd, base_by_file.get(rd.base_file), new_by_file.get(rd.new_file),
                                 len(diff.ranks) > 1))
     return page(f"{diff.base.label} → {diff.new.label} · Compare", "\n".join(parts), css=COMPARE_STYLE)
+
+
+def _same_files(diff: RunDiff) -> str:
+    """Words for the pairs whose two sides are one file (a capture chosen twice, a file and its run folder): every
+    change is then 0 by construction, which "about as fast" alone does not tell. "" when there is none."""
+    same = [os.path.basename(r.base_file) for r in diff.ranks
+            if os.path.realpath(r.base_file) == os.path.realpath(r.new_file)]
+    if not same:
+        return ""
+    names = ", ".join(same)
+    if len(same) == len(diff.ranks) and not (diff.unmatched_base or diff.unmatched_new):
+        what = "the same file" if len(same) == 1 else f"the same {len(same)} files"
+        return (f"<p class=note id=same-file>BASE and NEW are {what} ({escape(names)}): a trace compared with "
+                "itself, so nothing can differ. Choose two captures to compare.</p>")
+    return (f"<p class=note id=same-file>{len(same)} of the {len(diff.ranks)} pairs compare a file with itself "
+            f"({escape(names)}): nothing in them can differ.</p>")
 
 
 def _side_text(side) -> str:
@@ -226,6 +292,9 @@ def _rank_pair(rd: RankDiff, base: RankSummary | None, new: RankSummary | None, 
         out.append(f"<h2>{escape(who)}{escape(rd.base_worker)} → {escape(rd.new_worker)}</h2>")
         out.append(f"<p class=verdict>{escape(rd.verdict)}</p>")
     out.append(_figures(rd))
+    judged = noise_line(rd.step_noise, rd.base_steps, rd.new_steps).strip()
+    if judged:
+        out.append(f"<p class=noise-line>{escape(judged)}</p>")
     out.append(diff_flame_section(base, new))
     if base is not None and new is not None:
         out.append(f"<{h3}>Steps, BASE over NEW</{h3}>" + _paired_steps(base, new))
@@ -290,14 +359,16 @@ def _scale(deltas) -> float:
     return max([abs(d or 0.0) for d in deltas] + [0.0])
 
 
-def _change_cells(calls: Delta, time: Delta, scale: float) -> str:
-    """The cells every change row shares: calls and ms of both sides, the bar from the middle, Δ ms and Δ %."""
+def _change_cells(calls: Delta, time: Delta, scale: float, noise: Noise | None) -> str:
+    """The cells every change row shares: calls and ms of both sides, the bar from the middle, Δ ms and Δ %
+    (coloured when beyond noise), the noise verdict."""
     change = _change(time)
+    judged, beyond = _judged_change_class(noise, change), noise is None or noise.verdict == REAL
     return (f"{num_cell(count(calls.base))}{num_cell(count(calls.new))}"
             f"{num_cell(ms(time.base))}{num_cell(ms(time.new))}"
-            f"<td>{delta_bar(change, scale, f'{_signed_ms(change)} ms')}</td>"
-            f"{num_cell(_signed_ms(change), _change_class(change))}"
-            f"{num_cell(_signed_pct(time.delta_pct), _change_class(change))}")
+            f"<td>{delta_bar(change, scale, f'{_signed_ms(change)} ms', judged=beyond)}</td>"
+            f"{num_cell(_signed_ms(change), judged)}"
+            f"{num_cell(_signed_pct(time.delta_pct), judged)}{_noise_cell(noise)}")
 
 
 def _ops(rd: RankDiff) -> str:
@@ -314,10 +385,10 @@ def _ops(rd: RankDiff) -> str:
             lowering = (f"<div class=meta>launched by {escape(', '.join(o.launchers_base) or '–')} → "
                         f"{escape(', '.join(o.launchers_new) or '–')}</div>")
         rows.append(
-            f"<tr><td class=name>{escape(name)}{lowering}</td><td>{escape(o.status)}</td>"
-            f"{_change_cells(o.kernel_calls_per_step, o.gpu_time_per_step_us, scale)}"
+            f"{_row(o.noise)}<td class=name>{escape(name)}{lowering}</td><td>{escape(o.status)}</td>"
+            f"{_change_cells(o.kernel_calls_per_step, o.gpu_time_per_step_us, scale, o.noise)}"
             f"<td class=kernels>{kernels}</td></tr>")
-    return table(["label / op", "status", "kernels BASE", "NEW", "GPU ms BASE", "NEW", "", "Δ ms", "Δ %",
+    return table(["label / op", "status", "kernels BASE", "NEW", "GPU ms BASE", "NEW", "", "Δ ms", "Δ %", "noise",
                    "kernels changed"], rows, "ops", "No GPU work attributed to ops on either side.")
 
 
@@ -341,10 +412,10 @@ def _kernels(rd: RankDiff) -> str:
     rows = []
     for k in kernels:
         rows.append(
-            f"<tr>{name_cell(k.short_name, k.name)}<td>{escape(k.status)}</td>"
-            f"{_change_cells(k.calls_per_step, k.time_per_step_us, scale)}</tr>")
-    return table(["kernel", "status", "calls BASE", "NEW", "ms BASE", "NEW", "", "Δ ms", "Δ %"], rows, "kernels",
-                  "No kernels on either side.")
+            f"{_row(k.noise)}{name_cell(k.short_name, k.name)}<td>{escape(k.status)}</td>"
+            f"{_change_cells(k.calls_per_step, k.time_per_step_us, scale, k.noise)}</tr>")
+    return table(["kernel", "status", "calls BASE", "NEW", "ms BASE", "NEW", "", "Δ ms", "Δ %", "noise"], rows,
+                 "kernels", "No kernels on either side.")
 
 
 def _memory(rd: RankDiff) -> str:
@@ -363,26 +434,36 @@ def _cpu_ops(rd: RankDiff) -> str:
     scale = _scale(_change(o.self_per_step_us) for o in ops)
     rows = []
     for o in ops:
-        rows.append(f"<tr>{name_cell(o.name)}<td>{escape(o.status)}</td>"
-                    f"{_change_cells(o.calls_per_step, o.self_per_step_us, scale)}</tr>")
-    return table(["op", "status", "calls BASE", "NEW", "self ms BASE", "NEW", "", "Δ ms", "Δ %"], rows, "cpu-ops",
-                  "No CPU ops on either side.")
+        rows.append(f"{_row(o.noise)}{name_cell(o.name)}<td>{escape(o.status)}</td>"
+                    f"{_change_cells(o.calls_per_step, o.self_per_step_us, scale, o.noise)}</tr>")
+    return table(["op", "status", "calls BASE", "NEW", "self ms BASE", "NEW", "", "Δ ms", "Δ %", "noise"], rows,
+                 "cpu-ops", "No CPU ops on either side.")
 
 
-def render_chooser(sides: Sequence[Side], *, base: str = "", new: str = "", message: str = "",
+def render_chooser(sides: Sequence[Side], *, base: str | None = None, new: str | None = None, message: str = "",
                    back_url: str = "/") -> str:
-    """The form that names two sides (a GET to this route, so the URL it opens names both). A form sends text, so a
-    side whose name is not UTF-8 cannot be chosen here: it is left out and counted (its row's links still work)."""
+    """The form that names two sides (a GET to this route, so the URL it opens names both); without `base` and
+    `new` it opens with the `preselected` pair, or, when there is none, says that a second capture is needed and
+    selects nothing (a placeholder the form cannot send). A damaged side is offered, marked. A form sends text, so
+    a side whose name is not UTF-8 cannot be chosen here: it is left out and counted (its row's links still
+    work)."""
     unnamed = sum(shown(s.path) != s.path for s in sides)
     sides = [s for s in sides if shown(s.path) == s.path]
-    if not base and len(sides) > 1:
-        base, new = sides[1].path, sides[0].path  # the newest capture against the one before it
-    elif not base and sides:
-        base = new = sides[0].path
+    needed = ""
+    if base is None and new is None:
+        pair = preselected(sides)
+        if pair is not None:
+            base, new = pair
+        elif sides:
+            needed = _second_capture_needed(sides)
 
-    def select(name: str, chosen: str) -> str:
+    def select(name: str, chosen: str | None) -> str:
         options = "".join(f"<option value=\"{escape(s.path)}\"{' selected' if s.path == chosen else ''}>"
-                          f"{escape(s.title)}</option>" for s in sides)
+                          f"{escape(s.title)}{escape(f' (damaged: {s.damaged})' if s.damaged else '')}</option>"
+                          for s in sides)
+        if chosen is None:  # the first option, empty and selected: a required select will not send it
+            return (f"<select name={name} id={name} required><option value=\"\" disabled selected>choose a "
+                    f"capture</option>{options}</select>")
         return f"<select name={name} id={name}>{options}</select>"
 
     form = ("<p class=none>No JSON traces under the root yet.</p>" if not sides else
@@ -390,6 +471,8 @@ def render_chooser(sides: Sequence[Side], *, base: str = "", new: str = "", mess
             f'<p><label for=new>NEW</label> {select("new", new)}</p><p><button type=submit>Compare</button></p>'
             "</form>")
     error = f"<p class=error>{escape(message)}</p>" if message else ""
+    if needed:
+        error += f"<p class=note id=second-capture>{escape(needed)}</p>"
     if unnamed:
         error += (f"<p class=note id=unnamed>{unnamed} capture(s) not offered: their names are not UTF-8, which a form "
                   "cannot send. Use their \"Compare with previous\" links on the trace list, or rename them.</p>")
@@ -398,6 +481,16 @@ def render_chooser(sides: Sequence[Side], *, base: str = "", new: str = "", mess
             "profiled step, so captures with different <code>active</code> counts compare fairly. The terminal "
             "gives the same: <code>python -m lightx2v.trace_summary --diff BASE NEW</code>.</p>" + form)
     return page("Compare · Compare", body, css=COMPARE_STYLE)
+
+
+def _second_capture_needed(sides: Sequence[Side]) -> str:
+    """The chooser's words when no two healthy run folders are there to preselect."""
+    healthy = [s for s in sides if s.run and not s.damaged]
+    if healthy:
+        return (f"A second capture is needed to compare: {healthy[0].title} is the only one here whose traces are "
+                "whole. Capture again, then reload this page.")
+    return ("A second capture is needed to compare: no run here has whole traces (the trace list says which file is "
+            "damaged and why). Capture again, then reload this page.")
 
 
 # The Compare page's own rules, after the base's (html_page.STYLE)
@@ -409,6 +502,7 @@ td.name, td.kernels { max-width: 48em; } td.kernels { font-family: monospace; ov
 .slower, .removed { color: """ + SLOWER + """; }
 tr.new-step td { border-bottom: 1px solid #bbb; } tr.base-step td { border-bottom: none; }
 td.side { color: #555; font-size: .85em; }
+tr.noise td, tr.untested td, .noise-line { color: #777; } td.judged { font-size: .85em; }
 svg.delta { vertical-align: middle; background: #f4f4f4; }
 select { font: inherit; max-width: 60em; }
 """ + FLAME_STYLE

@@ -11,11 +11,13 @@ as ``\\xff`` (``shown``), so a name never makes a page fail to encode.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
 import stat
 import urllib.parse
+import zlib
 from dataclasses import dataclass
 
 from lightx2v.trace_files import (
@@ -29,6 +31,13 @@ from lightx2v.trace_files import (
     is_tensorboard_name,
     run_members,
 )
+
+_GZIP_MAGIC = b"\x1f\x8b"
+GZIP_SMALLEST = 20  # a gzip header (10 bytes), an empty deflate block (2) and the trailer (8)
+DEFLATE_MAX_RATIO = 1032  # deflate's limit: no stream decompresses to more than ~1032x its size
+WHOLE_GZIP_CHECK = 256 << 10  # a gzip this small is decompressed to its end (a few ms): its cut is known for sure
+_TAIL = 64  # last bytes read: a JSON trace's closing brackets after whitespace
+_PIECE = 1 << 20  # decompressed bytes at a time
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -58,6 +67,7 @@ class Trace:
     size: int
     mtime: float
     kind: str = ""  # trace_files' kind (list_traces sets it); "" when not classified: the name decides
+    damaged: str = ""  # why the file cannot be whole (`damage`); "" when it looks whole
 
 
 def summarized(trace: Trace) -> bool:
@@ -66,11 +76,16 @@ def summarized(trace: Trace) -> bool:
     return is_json_trace_name(trace.path) and trace.kind != FOREIGN
 
 
+def run_traces(traces: list[Trace]) -> list[Trace]:
+    """Which of one folder's traces are its run's ranks, by the summary's own rule (``run_members``)."""
+    by_path = {t.path: t for t in traces if summarized(t)}
+    kinds = [(path, TENSORBOARD if is_tensorboard_name(path.rsplit("/", 1)[-1]) else CHROME) for path in by_path]
+    return [by_path[path] for path in run_members(kinds)]
+
+
 def run_size(traces: list[Trace]) -> int:
-    """How many of one folder's traces are its run's ranks, by the summary's own rule (``run_members``)."""
-    kinds = [(t.path, TENSORBOARD if is_tensorboard_name(t.path.rsplit("/", 1)[-1]) else CHROME)
-             for t in traces if summarized(t)]
-    return len(run_members(kinds))
+    """How many of one folder's traces are its run's ranks."""
+    return len(run_traces(traces))
 
 
 def _inside(real: str, root_real: str) -> bool:
@@ -99,9 +114,74 @@ def list_traces(root: str) -> list[Trace]:
             if kind is None:
                 continue
             rel = os.path.relpath(full, root_real).replace(os.sep, "/")
-            found.append(Trace(rel, st.st_size, st.st_mtime, kind))
+            damaged = _damage(real, st.st_size, st.st_mtime_ns) if is_json_trace_name(name) else ""
+            found.append(Trace(rel, st.st_size, st.st_mtime, kind, damaged))
     found.sort(key=lambda t: (-t.mtime, t.path))
     return found
+
+
+def damage(path: str) -> str:
+    """Why the JSON trace at `path` is damaged ("" when it looks whole), from checks cheap enough for a list of
+    many files: one read of its first and last bytes (a small gzip is decompressed to its end). A damaged file
+    looks like any other until opened; this says so in the list. What is found: an empty file; plain JSON whose
+    last bytes are not a closing ``}`` or ``]`` (a cut); a gzip too short to be one, one that stops before its
+    stream ends (small files), or whose last 8 bytes are no trailer (the size they state is more than deflate
+    can make of the file). A large gzip cut where its last bytes happen to read as a trailer passes: its Overview
+    and Timeline say it is cut."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return f"cannot read ({exc.strerror or exc})"
+    return _damage(os.path.realpath(path), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4096)
+def _damage(real: str, size: int, mtime_ns: int) -> str:  # size and mtime: a rewritten file is checked again
+    if size == 0:
+        return "empty file (0 bytes)"
+    try:
+        with open(real, "rb") as f:
+            head = f.read(2)
+            whole = head + f.read() if head == _GZIP_MAGIC and size <= WHOLE_GZIP_CHECK else b""
+            f.seek(max(0, size - _TAIL))
+            tail = f.read()
+    except OSError as exc:
+        return f"cannot read ({exc.strerror or exc})"
+    if head != _GZIP_MAGIC:
+        return _json_cut(tail, size)
+    if size < GZIP_SMALLEST:
+        return f"cut off: {size} bytes, fewer than any gzip file has"
+    if whole:
+        return _gzip_cut(whole)
+    stated = int.from_bytes(tail[-4:], "little")  # the trailer's ISIZE: the decompressed size, mod 2**32
+    return "cut off: its gzip stream ends without its trailer" if stated > DEFLATE_MAX_RATIO * size else ""
+
+
+def _json_cut(tail: bytes, size: int, what: str = "") -> str:
+    """A whole trace is one JSON object (or Chrome's array of events): its last bytes close it."""
+    if tail.rstrip(b" \t\r\n").endswith((b"}", b"]")):
+        return ""
+    return f"cut off: {what}{size:,} bytes of JSON that do not end with }} or ]"
+
+
+def _gzip_cut(data: bytes) -> str:
+    """A small gzip file decompressed to its end, every member as ``gzip`` reads them, _PIECE bytes at a time (a
+    small file may decompress to a thousand times its size): corrupt, cut off, or its JSON's end checked."""
+    total, last = 0, b""
+    while data:
+        inflater = zlib.decompressobj(wbits=31)
+        while not inflater.eof:
+            try:
+                piece = inflater.decompress(data, _PIECE)
+            except zlib.error:
+                return "corrupt gzip data"
+            data = inflater.unconsumed_tail
+            if not piece and not data:  # every byte read, no end of stream
+                return f"cut off: its gzip stream stops after {total:,} bytes of JSON"
+            total += len(piece)
+            last = (last + piece)[-_TAIL:]
+        data = inflater.unused_data.lstrip(b"\0")  # zero padding between members, skipped as gzip does
+    return _json_cut(last, total, "gzip of ")
 
 
 class Refused(Exception):

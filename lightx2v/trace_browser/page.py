@@ -35,8 +35,8 @@ def render_index(traces: Sequence[Trace], *, root: str, host: str, perfetto_ui: 
         deep = f"{perfetto_ui}/#!/?url=" + urllib.parse.quote(f"http://{host}{url}", safe="")
         name = t.path.rsplit("/", 1)[-1]
         rows.append(
-            "<tr>"
-            f"<td class=path>{escape(t.path)}</td>"
+            f"<tr{' class=damaged' if t.damaged else ''}>"
+            f"<td class=path>{escape(t.path)}{_damaged_label(t)}</td>"
             f"{num_cell(format_bytes(t.size))}"
             f"<td>{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(t.mtime))}</td>"
             f"<td><button class=open data-url=\"{escape(url)}\" data-name=\"{escape(name)}\">"
@@ -69,11 +69,19 @@ const PERFETTO = '{ui_js}';
     return page("Traces", body, css=INDEX_STYLE)
 
 
+def _damaged_label(trace: Trace) -> str:
+    """A damaged file's mark beside its name: it looks like any other until opened (`files.damage` says why)."""
+    if not trace.damaged:
+        return ""
+    return f' <span class=damaged>damaged: {escape(trace.damaged)}</span>'
+
+
 # The trace list's own rules, after the base's (html_page.STYLE)
 INDEX_STYLE = """
 #status { color: #555; margin: 1em 0; min-height: 1.2em; }
 #offline-notice.missing { border-left: 4px solid """ + WARN + """; padding: .1em 1em; background: #fdf3f2; }
 .timeline.disabled { color: #999; }
+span.damaged { color: """ + WARN + """; font-family: system-ui, sans-serif; font-weight: 600; }
 """
 
 # "Open in Perfetto": PERFETTO (the UI's origin) is set before it

@@ -11,8 +11,9 @@ whole large trace is past.
 
 A step's window opens zoomed to that step (from its start to its GPU work's end): the window also holds events
 that run across it, such as kineto's "Process Spans" over the whole capture, which the viewer's own first view
-would fit instead, leaving the step a sliver. A `?step=K` that is no step of the trace is refused with the range,
-never shown as another step.
+would fit instead, leaving the step a sliver. The viewer makes that fit once its viewport is sized (it polls every
+250 ms after a new model), so the page waits for it before zooming; a zoom set earlier would be undone. A `?step=K`
+that is no step of the trace is refused with the range, never shown as another step.
 
 A run folder's Timeline is the same page and script in run mode (`run=True`): its index is the steps every rank
 has (`merged.run_steps`: their times on the first rank's clock, after the offsets the summary applied), each
@@ -22,7 +23,8 @@ which the download link gives Perfetto as it is; `?step=NAME` (`ProfilerStep%232
 
 The page reports its progress in `window.lightx2vTimeline` (`state`: loading / drawn / failed, `model`, `error`,
 `ms`: phase times, `steps`: the index, `step`: the window shown, `loaded`: its URL, `visible`: the time range in
-view, in the trace's microseconds) and in `<body data-state>`, for tests and benchmarks.
+view, in the trace's microseconds) and in `<body data-state>`, for tests and benchmarks. An index the server cannot
+make (422 for a damaged file, with why) is said in the step bar too, where "indexing …" stood.
 """
 
 from __future__ import annotations
@@ -129,8 +131,20 @@ _SHOW_TRACE = """(function () {
 
   async function fetchOk(url) {
     const response = await fetch(url);
-    if (!response.ok) throw new Error('HTTP ' + response.status + ' for ' + url + ': ' + (await response.text()));
+    if (!response.ok) {
+      const reason = (await response.text()).trim();
+      const error = new Error('HTTP ' + response.status + ' for ' + url + ': ' + reason);
+      error.answer = 'HTTP ' + response.status + ': ' + reason;  // what the server said, for the step bar
+      throw error;
+    }
     return response;
+  }
+
+  // The index could not be had (a damaged file answers 422, saying why): the step bar says so, not "indexing".
+  function indexFailed(error) {
+    timelineFailed('Could not open ' + CONFIG.name + ': ' + (error && error.message || error));
+    if (t.steps === null) $('step-name').textContent = 'not indexed: ' + (error && (error.answer || error.message)
+      || error);
   }
 
   // A step in URLs: one trace's by its place in the index (?step=K), a run's by its name (the merged route's)
@@ -175,6 +189,7 @@ _SHOW_TRACE = """(function () {
     viewer.viewTitle = CONFIG.name;
     t.model = model;
     await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+    await viewerFitted(model);
     if (t.steps.steps.length) zoomTo(model, t.steps.steps[k].lo, t.steps.steps[k].end);
     t.visible = visibleRange(model);
     mark('drawn');
@@ -193,6 +208,19 @@ _SHOW_TRACE = """(function () {
   // adds, which needs clock-sync markers a kineto trace lacks); the index's times are the trace's microseconds.
   const toModel = (model, us) => us / 1000 + (model.timestampShiftToZeroAmount_ || 0);
   const fromModel = (model, ms) => (ms - (model.timestampShiftToZeroAmount_ || 0)) * 1000;
+
+  // The viewer fits its own first view to the whole window once the viewport is attached and sized: a new model's
+  // track view polls for that every 250 ms (pollIfViewportAttachedInterval_, cleared once it fitted), so a zoom set
+  // before would be undone by it. Wait for that fit (at most FIT_WAIT_MS: a viewer that never fits is left as it is).
+  const FIT_WAIT_MS = 10000;
+  async function viewerFitted(model) {
+    const until = performance.now() + FIT_WAIT_MS;
+    while (performance.now() < until) {
+      const view = viewer.trackView;
+      if (view && view.model === model && view.pollIfViewportAttachedInterval_ === undefined) return;
+      await new Promise((done) => setTimeout(done, 20));
+    }
+  }
 
   function zoomTo(model, lo, end) {
     const view = viewer.trackView;
@@ -268,8 +296,7 @@ _SHOW_TRACE = """(function () {
     viewer.id = 'trace-viewer';
     viewer.globalMode = true;
     Polymer.dom(document.body).appendChild(viewer);
-    start().catch(
-      (error) => timelineFailed('Could not open ' + CONFIG.name + ': ' + (error && error.message || error)));
+    start().catch(indexFailed);
   });
 })();
 """

@@ -166,3 +166,15 @@ def test_the_page_carries_its_own_style_after_the_common_one(timeline_ready):
     html = render_index([], root="r", host="h:1", perfetto_ui=UI)
     assert "#status { color: #555; margin: 1em 0; min-height: 1.2em; }" in html
     assert html.index("svg.bar {") < html.index("#status {") < html.index("</style>")
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:9101", "localhost:9001", "gpubox.lan:9001", "127.0.0.1"])
+def test_open_by_url_is_offered_only_where_perfetto_can_fetch_from(timeline_ready, host):
+    """Perfetto UI fetches a trace by URL only from http://127.0.0.1:9001: at any other address the link could
+    only fail, so the row says why and which forward makes it work, with this server's own port."""
+    html = render_index([NEW], root="r", host=host, perfetto_ui=UI, server_port=9101)
+    assert "class=deep href" not in html and "Open by URL: needs 9001" in html
+    assert "ssh -N -L 9001:127.0.0.1:9101 user@this-host" in html
+    assert f"this page is at {host}" in html
+    assert "class=deep href" in render_index([NEW], root="r", host="127.0.0.1:9001", perfetto_ui=UI,
+                                             server_port=9101)

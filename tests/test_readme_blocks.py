@@ -59,7 +59,7 @@ def test_a_block_without_a_marker_or_with_a_wrong_one_is_named(tmp_path):
 def test_the_ports_block(tmp_path):
     """Other ports on the server, and the laptop's forward that keeps the trace browser on 9001 for Perfetto's
     "Open by URL": the serve line runs (on free ports: the README's may be taken on a shared machine), prints the
-    ssh line for the ports it was given, and the README's laptop line forwards the server's ports, parsed by ssh
+    README's laptop line for the ports it was given, and that line forwards the server's ports, parsed by ssh
     itself; the trace browser, reached as the laptop's 9001, hands Perfetto a URL on 9001."""
     serve_line, ssh_line = block_run_by(f"{THIS}::test_the_ports_block").commands()
     argv = shlex.split(serve_line)
@@ -72,7 +72,10 @@ def test_the_ports_block(tmp_path):
         wait_for(server, lambda: answers(tb) and answers(browser), START_TIMEOUT,
                  f"TensorBoard on {tb} and the trace browser on {browser}")
         wait_for(server, lambda: "ssh -N" in server.output(), 30, "the printed ssh line")
-        assert f"ssh -N -L {tb}:127.0.0.1:{tb} -L {browser}:127.0.0.1:{browser} user@this-host" in server.output()
+        # the printed line is the README's laptop line: the laptop's 16006 and 9001 to the ports serve was given
+        printed = f"ssh -N -L 16006:127.0.0.1:{tb} -L 9001:127.0.0.1:{browser} user@"
+        assert printed in server.output(), server.output()[-2000:]
+        assert ssh_line.startswith(f"ssh -N -L 16006:127.0.0.1:{doc_tb} -L 9001:127.0.0.1:{doc_browser} user@")
 
         # the laptop line: ssh's own reading of it (-G prints the configuration and connects nowhere)
         ssh = shutil.which("ssh") or missing_tool("needs ssh (apt-get install openssh-client)")

@@ -5,6 +5,7 @@ names its real cause: the address or the port."""
 from __future__ import annotations
 
 import argparse
+import http.client
 import socket
 import subprocess
 import sys
@@ -109,10 +110,12 @@ def refused(host: str, port: int) -> bool:
 @pytest.mark.slow
 def test_serve_listens_on_loopback_only_by_default(tmp_path):
     """A real stack started with no address given: both servers listen on 127.0.0.1 alone (the kernel's table
-    says so) and refuse a connection to this machine's other address, even where /.dockerenv exists."""
+    says so) and refuse a connection to this machine's other address, even where /.dockerenv exists. The name
+    given with --allowed-host (the one the 403 page tells the user to add) is answered by both; others are not."""
     tb, browser = free_port(), free_port()
     stack = Server([sys.executable, "-m", "lightx2v.serve", "--port", str(tb), "--browser-port", str(browser),
-                    "--no-inference", "--no-assets-install"], cwd=tmp_path, LIGHTX2V_BIND_HOST="")
+                    "--no-inference", "--no-assets-install", "--allowed-host", "gpubox.lan"], cwd=tmp_path,
+                   LIGHTX2V_BIND_HOST="", LIGHTX2V_ALLOWED_HOSTS="")
     try:
         wait_until(lambda: answers(tb) and answers(browser), 120,
                    what=f"TensorBoard and the trace browser; output so far:\n{stack.output()[-3000:]}")
@@ -122,5 +125,31 @@ def test_serve_listens_on_loopback_only_by_default(tmp_path):
             other = other_local_address()
             if other is not None:
                 assert refused(other, port)
+            assert status_as(port, "gpubox.lan:80") == 200
+            assert status_as(port, "evil.example") == 403
     finally:
         stack.stop()
+
+
+def status_as(port: int, host: str) -> int:
+    """The status of GET / with `host` as the Host header (what a browser sends when it reached us by that name)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.request("GET", "/", headers={"Host": host})
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
+def test_allowed_hosts_from_the_flag_join_the_users_own(tmp_path):
+    args = serve.parse_args(["--allowed-host", "gpubox.lan", "--allowed-host", "proxy.example:8080"])
+    env = serve.stack_env(args, str(tmp_path), {"LIGHTX2V_ALLOWED_HOSTS": "mine.lan"})
+    assert env["LIGHTX2V_ALLOWED_HOSTS"] == "mine.lan,gpubox.lan,proxy.example:8080"
+    assert "LIGHTX2V_ALLOWED_HOSTS" not in serve.stack_env(serve.parse_args([]), str(tmp_path), {})
+
+
+def test_a_malformed_allowed_host_is_a_usage_error():
+    result = subprocess.run([sys.executable, "-m", "lightx2v.serve", "--allowed-host", "a b"], capture_output=True,
+                            text=True, timeout=60, env=subprocess_env())
+    assert result.returncode == 2 and "--allowed-host: 'a b' is not a host name" in result.stderr
+    assert "Traceback" not in result.stderr

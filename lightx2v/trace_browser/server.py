@@ -146,7 +146,7 @@ class Handler(BaseHTTPRequestHandler):
         if path in ("/", "/index.html"):
             page = render_index(list_traces(self.server.root), root=self.server.root,
                                 host=self.headers.get("Host") or f"127.0.0.1:{self.server.server_address[1]}",
-                                perfetto_ui=self.server.perfetto_ui)
+                                perfetto_ui=self.server.perfetto_ui, server_port=self.server.server_address[1])
             page = capture_panel.with_panel(page)
             page = add_banner(page, self.server.root)  # LightX2V's original profiler module at work?
             self._send_bytes(page.encode(), "text/html; charset=utf-8", send_body)

@@ -129,18 +129,20 @@ def _commands(block: str) -> list[str]:
 
 
 @pytest.mark.parametrize("doc", FRONT_PAGES, ids=_name)
-def test_the_first_block_is_torch_then_the_main_job_then_the_test_command_ci_runs(doc):
-    """Safe to paste on a fresh machine: torch first, alone (so pip's configured CPU build is what `.[serve]` then
-    finds, not a multi-GB CUDA build), the same torch as CI's; then install + serve; then CI's own test command."""
+def test_the_first_block_is_a_venv_torch_then_the_main_job_then_the_test_command_ci_runs(doc):
+    """Safe to paste on a fresh machine: a venv first (a stock Debian/Ubuntu python3 refuses pip outside one, PEP
+    668), torch alone (so pip's configured CPU build is what `.[serve]` then finds, not a multi-GB CUDA build), the
+    same torch as CI's; then install + serve; then CI's own test command."""
     ci_lines = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     marker = ci_lines.index("# README: the test command")
     ci_command = ci_lines[marker + 1].strip()
     (ci_torch,) = [line.strip() for line in ci_lines if re.match(r"python3 -m pip install -q torch==", line)]
     torch_line = ci_torch.replace(" -q ", " ")
     assert _commands(_first_code_block(doc)) == [
-        torch_line, "python3 -m pip install -e '.[serve]' && lightx2v-serve", ci_command], (
-        f"{_name(doc)}: its first code block must be exactly `{torch_line}`, the install and `lightx2v-serve`, and "
-        f"CI's `{ci_command}`")
+        "python3 -m venv .venv && . .venv/bin/activate", torch_line,
+        "python3 -m pip install -e '.[serve]' && lightx2v-serve", ci_command], (
+        f"{_name(doc)}: its first code block must be exactly the venv, `{torch_line}`, the install and "
+        f"`lightx2v-serve`, and CI's `{ci_command}`")
 
 
 def test_the_docs_name_no_package_index():

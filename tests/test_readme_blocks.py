@@ -1,7 +1,7 @@
 """Every shell block of README.md is run by a test or marked as needing Docker or a GPU (tests/helpers/
 readme_blocks.py reads the markers), and the blocks this machine can run are run here as a user types them: the
-servers started, checked where the README says to look, and stopped. The first block, on a fresh clone in a fresh
-venv, is tests/test_new_user.py's."""
+servers started, checked where the README says to look, and stopped. The first block, on a fresh clone with a stock
+Debian python3, is tests/docker_tests/test_new_user.py's."""
 
 from __future__ import annotations
 

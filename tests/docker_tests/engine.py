@@ -33,7 +33,8 @@ INSTALL_HINT = "apt-get install -y --no-install-recommends docker.io debootstrap
 HOST_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 # Changing how the stand-in is made changes its tag, so a stale one is never reused.
 # v3: no NODE_EXTRA_CA_CERTS: like a user's base, only the system bundle (and PIP_CERT for pip) holds the CA.
-STANDIN_RECIPE = ("v3: debootstrap minbase + python3-venv at /opt/venv + torch wheel + numpy"
+# v4: Debian's python3-pip too, so /usr/bin/python3 is a stock Debian 12 python3 (pip refuses outside a venv, PEP 668)
+STANDIN_RECIPE = ("v4: debootstrap minbase + python3-venv + python3-pip, /opt/venv + torch wheel + numpy"
                   " + host CA in the system bundle")
 
 
@@ -233,7 +234,9 @@ def ensure_standin_base(engine: Engine) -> tuple[str, float | None]:
     """The stand-in base image's tag, and the seconds spent making it (None when it already existed).
 
     Like `pytorch/pytorch`, it offers `python3` whose pip may install (a venv first on PATH, as conda's env
-    is there) and an importable torch. Like a user's base behind a TLS-inspecting proxy, this machine's CA
+    is there) and an importable torch. Without that venv on PATH it is a stock Debian 12: /usr/bin/python3 with
+    Debian's pip, which refuses to install outside a venv (tests/docker_tests/test_new_user.py). Like a user's
+    base behind a TLS-inspecting proxy, this machine's CA
     bundle is its system bundle and pip is told to use it (PIP_CERT); nothing tells node about it.
     """
     tag = standin_tag()
@@ -252,7 +255,7 @@ def ensure_standin_base(engine: Engine) -> tuple[str, float | None]:
             [
                 "debootstrap",
                 "--variant=minbase",
-                "--include=python3,python3-venv,ca-certificates",
+                "--include=python3,python3-venv,python3-pip,ca-certificates",
                 f"--cache-dir={cache}",
                 DEBIAN_SUITE,
                 str(rootfs),  # no mirror argument: debootstrap's default

@@ -191,8 +191,7 @@ def stack_env(args: argparse.Namespace, run_dir: str, environ=os.environ) -> dic
     if args.no_trace_browser:
         env["LIGHTX2V_TRACE_BROWSER"] = "0"
     if args.allowed_host:  # both servers read it; the user's own names stay
-        env[settings.ALLOWED_HOSTS] = ",".join(filter(None, [environ.get(settings.ALLOWED_HOSTS, ""),
-                                                             *args.allowed_host]))
+        env[settings.ALLOWED_HOSTS] = ",".join([*settings.get(settings.ALLOWED_HOSTS, environ), *args.allowed_host])
     return env
 
 

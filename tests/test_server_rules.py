@@ -159,9 +159,14 @@ def test_the_list_page_has_the_traces_the_capture_panel_and_links_for_the_host_a
         assert "<section id=capture>" in page
 
 
-def test_a_request_without_host_links_the_servers_own_port(server):
+def test_a_request_without_host_is_judged_at_the_servers_own_port(server):
+    """HTTP/1.0 may send no Host: the page is then taken as at 127.0.0.1:<this port>, which is not 9001, so the
+    rows say so and name the forward to this port."""
+    port = server.server_address[1]
     page = ask(server, "GET", "/", headers={"Host": None}, version="HTTP/1.0")[0].body.decode()
-    assert f"%2F%2F127.0.0.1%3A{server.server_address[1]}%2Ffiles%2Ft.json.gz" in page
+    assert f"this page is at 127.0.0.1:{port}" in page
+    assert f"ssh -N -L 9001:127.0.0.1:{port} user@this-host" in page
+    assert "Open by URL: needs 9001" in page
 
 
 def test_head_of_the_list_page_sends_its_length_and_no_body(server):

@@ -84,7 +84,7 @@ def test_out_holds_the_figures_and_every_trace(cpu_run):
     assert json.loads((out / "2_infer" / "unprofiled" / "out.json").read_text())["capture"] is None
 
     summary = json.loads((out / "3_trace_summary" / "summary.json").read_text())
-    assert summary["schema"] == "lightx2v.trace_summary/6"
+    assert summary["schema"] == "lightx2v.trace_summary/7"
     assert summary["runs"][0]["ranks"][0]["efficiency"]["shapes_recorded"]  # captured with --record_shapes
     assert report["steps"][2]["figures"]["efficiency"]["classes"]
     assert summary["runs"][0]["ranks"][0]["steps"][0]["name"] == "ProfilerStep#4"

@@ -39,7 +39,7 @@ RANK_JSON = {
     "versions": {"cuda_runtime": "12.8"}, "event_count": 1234, "trace_span_us": 1500.123, "steps": [], "gpu": None,
     "idle": None, "top_kernels": [], "top_cpu_ops": [], "cpu_self_total_us": 0.0, "memory_ops": [],
     "gpu_comm_us": None, "trace_start_us": None, "notes": [], "skipped_events": [], "memory": None,
-    "launch_links": None, "efficiency": None, "frames": None, "communication": None,
+    "launch_links": None, "efficiency": None, "frames": None, "communication": None, "gpu_clock": None,
 }
 
 
@@ -50,16 +50,16 @@ def run(ranks: list[RankSummary], **changes) -> RunSummary:
 
 
 def test_the_document_names_its_schema_and_holds_every_field_of_each_run_and_rank():
-    assert SCHEMA == "lightx2v.trace_summary/6"
+    assert SCHEMA == "lightx2v.trace_summary/7"
     assert to_json([run([rank()])]) == {
-        "schema": "lightx2v.trace_summary/6",
+        "schema": "lightx2v.trace_summary/7",
         "runs": [{"label": "run-1", "path": "/runs/a", "ranks": [RANK_JSON], "comparison": None, "straggler": None,
                   "skipped_files": [], "damaged_files": [], "spans": False, "communication": None}],
     }
 
 
 def test_no_runs_make_a_document_without_runs():
-    assert to_json([]) == {"schema": "lightx2v.trace_summary/6", "runs": []}
+    assert to_json([]) == {"schema": "lightx2v.trace_summary/7", "runs": []}
 
 
 def test_the_ranks_tables_are_left_out_of_the_document_and_kept_on_the_summary():

@@ -302,9 +302,10 @@ def test_a_cut_off_gzip_stream_and_corrupt_gzip_data_say_so(tmp_path):
     ('[{"a": 1}] [', "malformed JSON at byte 11: unexpected data after the end of the JSON document"),
     ('{"traceEvents": [{"a": 1} {"b": 2}]}', "malformed JSON at byte 26: expected ',' or ']' after an event in "
                                              "traceEvents"),
-    ('{"traceEvents": [{"a": 1}, 7]}', "not a trace: traceEvents holds something other than event objects"),
-    ('{"traceEvents": [7]}', "not a trace: traceEvents holds something other than event objects"),
-    ('[1, 2]', "not a trace: traceEvents holds something other than event objects"),
+    ('{"traceEvents": [{"a": 1}, 7]}',
+     "not a trace: traceEvents holds something other than event objects (at byte 27)"),
+    ('{"traceEvents": [7]}', "not a trace: traceEvents holds something other than event objects (at byte 17)"),
+    ('[1, 2]', "not a trace: traceEvents holds something other than event objects (at byte 1)"),
     ('{"traceEvents": [], "a": [1, 2, @]}', "malformed JSON at byte 32: Expecting value"),
     ('{"name": "a config", "values": [1, 2]}', "not a trace: a JSON object without a traceEvents list"),
 ])
@@ -320,7 +321,7 @@ def test_the_byte_named_counts_from_the_file_s_start_after_chunks_were_dropped(t
 
 def test_nesting_too_deep_for_the_parser_is_malformed(tmp_path):
     deep = "[" * 200_000 + "]" * 200_000
-    assert error(tmp_path, '{"traceEvents": [], "deep": ' + deep + "}") == "malformed JSON: nesting too deep"
+    assert error(tmp_path, '{"traceEvents": [], "deep": ' + deep + "}") == "malformed JSON at byte 28: nesting too deep"
 
 
 # --- cuts, parts and values, typed ------------------------------------------------------------------------------

@@ -236,20 +236,28 @@ def test_the_mean_of_a_cpu_trace_has_no_gpu_figures_and_no_idle_share_without_id
         "  mean of 2                 3.000",
         "  slowest step: ProfilerStep#2 (4.000 ms)",
     ]
-    assert section(rank(steps=steps, gpu=GPU), "  step  ")[-2:] == [
+    on_gpu = [step("ProfilerStep#1", 2_000.0, busy=0.0, lag=100.0), step("ProfilerStep#2", 4_000.0, busy=0.0)]
+    assert section(rank(steps=on_gpu, gpu=GPU), "  step  ")[-2:] == [
         "  mean of 2                 3.000        0.000     0.0        0       -               -       0.100",
         "  slowest step: ProfilerStep#2 (4.000 ms)",
     ]
-    assert section(rank(steps=[step("s1", 5_000.0), step("s2", 1_000.0)], gpu=GPU), "  step  ")[-2:] == [
+    assert section(rank(steps=[step("s1", 5_000.0, busy=0.0), step("s2", 1_000.0, busy=0.0)], gpu=GPU),
+                   "  step  ")[-2:] == [
         "  mean of 2                 3.000        0.000     0.0        0       -               -           -",
         "  slowest step: s1 (5.000 ms)",
     ]
 
 
 def test_a_gpu_trace_whose_steps_ran_no_gpu_work_reads_zero_busy_and_kernels_in_the_mean():
-    steps = [step("s1", 2_000.0), step("s2", 2_000.0)]
+    steps = [step("s1", 2_000.0, busy=0.0), step("s2", 2_000.0, busy=0.0)]
     assert section(rank(steps=steps, gpu=GPU), "  step  ")[-2] == \
         "  mean of 2                 2.000        0.000     0.0        0       -               -           -"
+
+
+def test_a_gpu_trace_whose_steps_busy_is_not_known_reads_no_busy_in_the_mean():
+    steps = [step("s1", 2_000.0, kernels=3), step("s2", 2_000.0, kernels=5)]  # the GPU clock off the CPU's
+    assert section(rank(steps=steps, gpu=GPU), "  step  ")[-2] == \
+        "  mean of 2                 2.000            -       -        4       -               -           -"
 
 
 def test_the_kernel_mean_is_rounded_to_a_whole_kernel():

@@ -48,8 +48,11 @@ def test_json_output_has_the_documented_fields():
     assert set(rank) == {"file", "size_bytes", "compressed", "worker", "rank", "world_size", "devices", "versions",
                          "event_count", "trace_span_us", "steps", "gpu", "idle", "top_kernels", "top_cpu_ops",
                          "cpu_self_total_us", "memory_ops", "gpu_comm_us", "trace_start_us", "notes",
-                         "skipped_events", "memory", "launch_links", "efficiency", "frames", "communication"}
+                         "skipped_events", "memory", "launch_links", "efficiency", "frames", "communication",
+                         "gpu_clock"}
     assert rank["skipped_events"] == []  # a real trace: nothing malformed
+    assert rank["gpu_clock"] == {"gpu_events": 180, "before_launch": 0, "after_sync": 0, "far_off": 0, "off": 0,
+                                 "whole_clock": False, "offset_us": None, "example": ""}
     (step,) = rank["steps"]
     assert set(step) == {"name", "number", "start_us", "wall_us", "cpu_us", "gpu_busy_us", "gpu_busy_pct",
                          "kernel_count", "idle", "gpu_launched_us", "gpu_lag_us"}

@@ -88,7 +88,7 @@ def test_text_json_and_capture_log_carry_the_answers(summary, tmp_path):
     log = log_lines(summary, "x.summary.txt")
     assert "efficiency: MFU 61.8% (611.8 TFLOP/s); GEMM at 73% of roofline, -1.318 ms/step at 80%" in log
     doc = json.loads(json.dumps(to_json(summarize_paths([summary.file]))))
-    assert doc["schema"] == SCHEMA == "lightx2v.trace_summary/6"
+    assert doc["schema"] == SCHEMA == "lightx2v.trace_summary/7"
     eff = doc["runs"][0]["ranks"][0]["efficiency"]
     assert eff["mfu_pct"] == 61.834 and eff["peak"]["gpu"] == "H200 SXM" and eff["classes"][0]["op_class"] == "GEMM"
 

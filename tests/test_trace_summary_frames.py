@@ -216,7 +216,7 @@ def test_the_text_section_json_and_log_line(walked_gpu, capsys):
                                       "71.6"]
     assert main([str(FIXTURE), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["schema"] == "lightx2v.trace_summary/6"
+    assert doc["schema"] == "lightx2v.trace_summary/7"
     f = doc["runs"][0]["ranks"][0]["frames"]
     assert f["frames"][0]["frame"] == FORWARD and f["frames"][0]["gpu_us"] == round(forward, 3)
     assert {m["module_class"]: m["instances"] for m in f["modules"]} == {"Sequential": 1, "Block": 12, "Linear": 48,

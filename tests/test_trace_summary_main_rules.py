@@ -99,7 +99,7 @@ def test_help_lists_every_option_with_what_it_does(capsys, monkeypatch):
             "the worker before its extension",
             "--collapsed-value {auto,gpu,cpu,memory} the value of --collapsed lines: gpu or cpu (nanoseconds per "
             "step), memory (bytes allocated per step); auto (default): gpu when the trace has GPU work, else cpu",
-            "--json print JSON (schema lightx2v.trace_summary/6, with --diff lightx2v.trace_summary.diff/5; see "
+            "--json print JSON (schema lightx2v.trace_summary/7, with --diff lightx2v.trace_summary.diff/5; see "
             "docs/trace_summary.md) instead of text",
             "PATH: a trace file (.json or .json.gz, TensorBoard or chrome format), a run directory (one file per "
             "rank), or a TensorBoard logdir (its newest run). Files given together from one directory are treated "
@@ -130,7 +130,7 @@ def test_json_gives_the_schema_and_each_runs_ranks(tmp_path, capsys):
     status, out, err = run(capsys, trace(tmp_path, ops=2), "--json")
     assert status == 0 and err == "" and out.endswith("}\n")
     doc = json_of(out)
-    assert doc["schema"] == "lightx2v.trace_summary/6"
+    assert doc["schema"] == "lightx2v.trace_summary/7"
     (summary,) = doc["runs"]
     assert summary["label"] == "rank0_a.pt.trace.json" and [r["worker"] for r in summary["ranks"]] == ["rank0_a"]
     assert out.startswith('{\n  "schema"')  # indented by two

@@ -14,7 +14,7 @@ from lightx2v.trace_summary import memory as memory_answers
 from lightx2v.trace_summary.analyze import IDLE_FLAG_RATIO
 from lightx2v.trace_summary.devices import unlisted
 from lightx2v.trace_summary.model import DeviceMemory, IdleStats, MemorySummary, RankSummary, RunSummary, SyncWait
-from lightx2v.trace_summary.render import format_bytes, format_signed_bytes, gpu_columns
+from lightx2v.trace_summary.render import format_bytes, format_signed_bytes, gpu_clock_line, gpu_columns
 from lightx2v.trace_summary.steps import cause_times, idle_advice
 
 from .comm_view import COMM_STYLE, comm_section
@@ -93,6 +93,8 @@ def _rank_section(r: RankSummary, timeline: str | None, several: bool) -> str:
            f"devices: {escape(devices or unlisted(r.gpu))}"
            + (f"<br>versions: {escape(versions)}" if versions else "") + "</p>"]
     out += [f"<p class=note>{escape(note)}</p>" for note in r.notes]
+    if r.gpu_clock is not None and r.gpu_clock.off:
+        out.append(f"<p class=note>{escape(gpu_clock_line(r.gpu_clock))}</p>")
     out.append(_steps(r))
     out.append(_device_memory(r.memory))
     if r.idle is not None:

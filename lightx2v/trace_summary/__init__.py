@@ -12,7 +12,8 @@ Modules, one idea each, in the order data flows:
 - one file: ``analyze`` (file -> RankSummary, a thin front) over ``collect`` (the one streaming pass; a large
   plain file's two halves read side by side by ``halves``), then one
   module per question: ``launch``, ``enclosing`` and ``ids`` (the launch chain: GPU event -> runtime call ->
-  enclosing ops), ``attribution`` (GPU time by launching op), ``steps`` (steps by launch, idle by cause), ``series``
+  enclosing ops), ``gpu_clock`` (GPU events whose times contradict the host's: kept out of what lays them on the
+  CPU's timeline), ``attribution`` (GPU time by launching op), ``steps`` (steps by launch, idle by cause), ``series``
   (per-step values), ``kernels``, ``cpu_ops`` over ``optree``, ``memory`` (``[memory]`` events) and
   ``snapshot`` (the CUDA memory snapshot beside a trace), ``devices``, ``intervals`` (busy-time unions),
   ``flops`` (FLOPs and bytes per op from its recorded shapes), ``peaks`` (what the GPU can do) and

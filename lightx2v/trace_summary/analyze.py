@@ -4,7 +4,8 @@
 
 ``collect`` reads the file once into compact arrays; each question is its own module of functions over them,
 with its thresholds in one place: ``steps`` (step windows, GPU busy and idle; IDLE_FLAG_RATIO), ``kernels``
-(kernels, memcpy/memset, communication kernels), ``cpu_ops`` (self time) over ``optree`` (op nesting),
+(kernels, memcpy/memset, communication kernels), ``gpu_clock`` (GPU events whose times contradict the host's:
+left out of what lays them on its timeline), ``cpu_ops`` (self time) over ``optree`` (op nesting),
 ``attribution`` (which op launched each kernel), ``devices`` (devices, versions, rank), ``memory`` ([memory]
 events and memory snapshots). Definitions are in those
 modules and in docs/trace_summary.md.
@@ -27,6 +28,7 @@ from .efficiency import TARGET_PCT, efficiency
 from .exposed import rank_comm
 from .flops import MODELED
 from .frames import SKIP_HEAD_FOLDED, FrameIndex, code_line, frame_summary, frame_tree, keeps
+from .gpu_clock import gpu_clock
 from .halves import NotACut, find_cut, read_halves
 from .kernels import gpu_work
 from .launch import launch_chain
@@ -156,15 +158,16 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
     """The report's figures from one pass's data (``stream``: the finished stream, for its metadata;
     ``mem``: the pass's ``[memory]`` events, if it collected them)."""
     meta = stream.metadata
-    gpu = gpu_work(c)
-    has_gpu = gpu.totals is not None
     chain = launch_chain(c)
+    clock = gpu_clock(c, chain)
+    gpu = gpu_work(c, clock.on_gpu())
+    has_gpu = gpu.totals is not None
     tree = op_tree(c, chain.ops, chain.call_op)
     frame_index = FrameIndex(c)  # built once, if a sync or the frame tree needs it
     where = code_line(frame_index)
-    found = step_stats(c, gpu.busy if has_gpu else None, gpu.is_kernel, chain, tree, where)
+    found = step_stats(c, gpu.busy if has_gpu else None, gpu.is_kernel, chain, tree, where, clock)
     collectives = rank_collectives(c, chain, tree, found, where)
-    communication = rank_comm(c, gpu, found, collectives, tree)
+    communication = rank_comm(c, gpu, found, collectives, tree, clock)
     steps = found.steps
     group = group_keys(c, tree, chain)
     rank, world = rank_and_world(meta, path)
@@ -179,6 +182,7 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
         notes.append("no ProfilerStep annotations (profiler ran without a schedule): the whole trace is one "
                      "step")
     base = c.base or 0.0
+    span_lo, span_hi = clock.span or (c.span_lo, c.span_hi)
     op_ts = array("d", (t + base for t in c.op_ts)) if mem is not None and len(mem) else c.op_ts
     devices_memory = [] if mem is None else memory.summarize(  # memory events keep the trace's own time
         mem, steps, c.threads, c.op_thread, c.op_name, op_ts, c.op_dur, list(c.names), top)
@@ -206,8 +210,8 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
         devices=device_list,
         versions=versions(meta),
         event_count=c.events + stream.skipped,
-        trace_span_us=c.span_hi - c.span_lo if c.span_hi >= c.span_lo else 0.0,
-        trace_start_us=c.span_lo + base if c.span_hi >= c.span_lo else None,
+        trace_span_us=span_hi - span_lo if span_hi >= span_lo else 0.0,
+        trace_start_us=span_lo + base if span_hi >= span_lo else None,
         steps=steps,
         gpu=gpu.totals,
         idle=idle_total(steps),
@@ -216,7 +220,7 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
         cpu_self_total_us=cpu_self_total,
         memory_ops=gpu.memory_ops,
         gpu_comm_us=sum(intervals.covered(gpu.comm, s.start_us - base, s.start_us - base + s.wall_us) for s in steps)
-        if has_gpu else None,
+        if has_gpu and not clock.whole else None,
         notes=notes,
         skipped_events=[SkippedEvents(field=field, problem=problem, count=count, example=example, dropped=dropped)
                         for (field, problem, dropped), (count, example) in c.malformed.items()],
@@ -228,4 +232,5 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
         efficiency=efficiency_answer,
         frames=frame_summary(frames, len(c.fr_ts), folded, has_gpu, top) if frames is not None else None,
         communication=communication,
+        gpu_clock=clock.check,
     )

@@ -50,6 +50,7 @@ from .efficiency_diff import EfficiencyChange, efficiency_change
 from .frames_diff import FramesChange, frames_change
 from .model import CpuOpStat, RankSummary, RankTables, RunSummary, StepSeries, Straggler, _rounded
 from .noise import NOISE, REAL, UNTESTED, Noise, judge
+from .ranks import mean_busy
 from .ratios import percent
 
 DIFF_SCHEMA = "lightx2v.trace_summary.diff/5"  # 2: RankDiff.efficiency; 3: RankDiff.frames; 4: CPU self time
@@ -304,7 +305,7 @@ def _mean(values: Any) -> float:
 
 
 def _busy(r: RankSummary) -> float | None:
-    return _mean(s.gpu_busy_us or 0.0 for s in r.steps) if r.gpu is not None else None
+    return mean_busy(r)
 
 
 def _idle(r: RankSummary) -> float | None:

@@ -15,16 +15,20 @@ HTA's definition (``get_comm_comp_overlap``, ``get_gpu_kernel_breakdown``), so t
 
 The whole trace gives HTA's figures; per step, the parts inside the step's window (``steps``). Idle is what
 neither covers: the window less the union of all GPU activity (CPU: of compute and communication). Each call's
-``exposed_us`` is its own interval's part that compute does not cover.
+``exposed_us`` is its own interval's part that compute does not cover. GPU events whose times ``gpu_clock``
+finds off are left out; when the whole GPU clock is off, there are no per-step figures (the steps' windows are
+the CPU's).
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from itertools import compress
 
 from . import intervals
 from .collect import NO_ID, Collected
 from .comm import is_comm_kernel
+from .gpu_clock import GpuClock
 from .kernels import GpuWork
 from .model import CollectiveCall, CommStep, RankComm
 from .optree import OpTree
@@ -46,7 +50,7 @@ def kernel_class(key: object) -> int:
 
 
 def rank_comm(c: Collected, gpu: GpuWork, found: Steps, calls: list[CollectiveCall],
-              tree: OpTree) -> RankComm | None:
+              tree: OpTree, clock: GpuClock | None = None) -> RankComm | None:
     """The rank's communication section; sets each call's ``exposed_us``."""
     classes = [kernel_class(key) for key in c.gpu_names]
     has_comm_kernels = COMM in classes and any(classes[g] == COMM for g in c.g_name)
@@ -54,7 +58,7 @@ def rank_comm(c: Collected, gpu: GpuWork, found: Steps, calls: list[CollectiveCa
         return None  # no communication kernels, and no gloo calls: NCCL calls whose kernels were not captured
     base = c.base or 0.0
     if has_comm_kernels:
-        devices = _gpu_spans(c, classes)
+        devices = _gpu_spans(c, classes, clock.on_gpu() if clock is not None else None)
         busy = gpu.busy
     else:
         comm, compute = _cpu_spans(c, calls, tree, base)
@@ -74,7 +78,7 @@ def rank_comm(c: Collected, gpu: GpuWork, found: Steps, calls: list[CollectiveCa
             call.exposed_us = max(0.0, intervals.covered(spans[0], lo, hi) - intervals.covered(spans[2], lo, hi))
     per_step: Counter[str] = Counter(call.step for call in calls)
     steps = []
-    for s in found.steps:
+    for s in found.steps if clock is None or not clock.whole else []:
         lo = s.start_us - base
         hi = lo + s.wall_us
         step_comm, step_overlap = covered(lo, hi, 0), covered(lo, hi, 2)
@@ -91,11 +95,13 @@ def rank_comm(c: Collected, gpu: GpuWork, found: Steps, calls: list[CollectiveCa
 Device = tuple[intervals.Spans, intervals.Spans, intervals.Spans]  # communication, compute, their intersection
 
 
-def _gpu_spans(c: Collected, classes: list[int]) -> dict[int | None, Device]:
-    """Per device (``args.device``; None when not recorded): its communication and compute kernels' unions."""
+def _gpu_spans(c: Collected, classes: list[int], on_gpu: list[bool] | None = None) -> dict[int | None, Device]:
+    """Per device (``args.device``; None when not recorded): its communication and compute kernels' unions (of the
+    events ``on_gpu`` keeps; None: all)."""
     pairs: dict[int | None, tuple[list[tuple[float, float]], list[tuple[float, float]]]] = defaultdict(
         lambda: ([], []))
-    for lo, d, g, dev in zip(c.g_lo, c.g_dur, c.g_name, c.g_dev, strict=True):
+    events = zip(c.g_lo, c.g_dur, c.g_name, c.g_dev, strict=True)
+    for lo, d, g, dev in events if on_gpu is None else compress(events, on_gpu):
         k = classes[g]
         if k != MEMORY:
             pairs[dev if dev != NO_ID else None][k].append((lo, lo + d))

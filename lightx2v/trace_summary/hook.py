@@ -13,6 +13,7 @@ from ..fileio import write_atomically
 from .analyze import analyze_trace
 from .model import MemorySummary, RankSummary
 from .names import cut
+from .ranks import mean_busy
 from .render import format_bytes, render_rank, snapshot_device, snapshot_holders
 from .render_efficiency import log_line as efficiency_log_line
 from .render_frames import log_line as frames_log_line
@@ -39,8 +40,8 @@ def log_lines(r: RankSummary, out_path: str) -> list[str]:
         wall = sum(x.wall_us for x in r.steps) / len(r.steps)
         head = s.name if s else f"{len(r.steps)} steps, mean"
         line = f"{head}: {wall / 1000:.2f} ms"
-        if r.gpu is not None:
-            busy = sum(x.gpu_busy_us or 0.0 for x in r.steps) / len(r.steps)
+        busy = mean_busy(r)
+        if busy is not None:
             line += f", GPU busy {busy / 1000:.2f} ms ({100 * busy / wall if wall else 0:.1f}%)"
             if r.idle is not None and r.idle.flagged:
                 line += f" - GPU idle {100 * r.idle.ratio:.0f}% of the step!"

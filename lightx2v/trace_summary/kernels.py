@@ -4,11 +4,15 @@
   any device and stream of the file. GPU busy time is the length of their union, not their sum.
 - A kernel's share is of the summed GPU activity (kernels + memcpy + memset).
 - Communication kernels (NCCL/RCCL: ``comm.is_comm_kernel``) are measured apart for the rank comparison.
+- Busy time and the communication kernels' union leave out the events whose times ``gpu_clock`` finds wrong
+  (``on_gpu``); their durations count everywhere else.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import compress
 
 from . import intervals
 from .collect import Collected
@@ -30,7 +34,8 @@ class GpuWork:
     is_kernel: list[bool]  # per GPU name id: a kernel (not a memcpy/memset)
 
 
-def gpu_work(c: Collected) -> GpuWork:
+def gpu_work(c: Collected, on_gpu: Sequence[bool] | None = None) -> GpuWork:
+    """``on_gpu``: per GPU event, whether its time is right (``GpuClock.on_gpu``; None: every one's is)."""
     keys = list(c.gpu_names)
     calls = [0] * len(keys)
     total = [0.0] * len(keys)
@@ -48,9 +53,12 @@ def gpu_work(c: Collected) -> GpuWork:
     memory = sorted((g for g in range(len(keys)) if not is_kernel[g]), key=lambda g: -total[g])
     memory_ops = [MemOpStat(kind=keys[g][0], name=keys[g][1], calls=calls[g], total_us=total[g],
                             bytes=c.mem_bytes[g]) for g in memory]
-    busy = intervals.merge((lo, lo + d) for lo, d in zip(c.g_lo, c.g_dur, strict=True))
-    comm = intervals.merge((lo, lo + d) for lo, d, g in zip(c.g_lo, c.g_dur, c.g_name, strict=True)
-                           if is_comm[g]) if any(is_comm) else intervals.Spans()
+    def timed() -> Iterator[tuple[float, float, int]]:
+        events = zip(c.g_lo, c.g_dur, c.g_name, strict=True)
+        return events if on_gpu is None else compress(events, on_gpu)
+
+    busy = intervals.merge((lo, lo + d) for lo, d, _ in timed())
+    comm = intervals.merge((lo, lo + d) for lo, d, g in timed() if is_comm[g]) if any(is_comm) else intervals.Spans()
     totals = None
     if len(c.g_lo):
         totals = GpuTotals(

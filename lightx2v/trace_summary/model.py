@@ -12,8 +12,8 @@ from typing import Any, Optional
 
 # 2: RankSummary.efficiency; 3: RankSummary.frames; 4: SyncWait.line; 5: CpuOpStat.self_us without the op's
 # runtime calls (TensorBoard's) and self_with_runtime_us, RankSummary.trace_start_us, RunSummary.spans;
-# 6: RankSummary.communication, RunSummary.communication, Straggler.waits_caused_us
-SCHEMA = "lightx2v.trace_summary/6"
+# 6: RankSummary.communication, RunSummary.communication, Straggler.waits_caused_us; 7: RankSummary.gpu_clock
+SCHEMA = "lightx2v.trace_summary/7"
 
 
 @dataclass
@@ -134,6 +134,21 @@ class SkippedEvents:
     count: int
     example: str  # the name of the first such event ("" when it has none)
     dropped: bool  # True: the whole event was left out; False: only this field (e.g. a memcpy's unknown bytes)
+
+
+@dataclass
+class GpuClockCheck:
+    """GPU events whose times contradict the host's record of the same work (``gpu_clock``): counted in what their
+    durations and launches answer, left out of what lays their times on the CPU's timeline."""
+
+    gpu_events: int  # kernels, memcpys and memsets checked
+    before_launch: int  # start before their own launch call began
+    after_sync: int  # end after a device-wide synchronize, called once their launch had returned, returned
+    far_off: int  # lie more than gpu_clock.FAR_US outside the CPU events' span
+    off: int  # distinct events in any of those
+    whole_clock: bool  # the GPU clock itself is off the CPU's (one offset explains it: ``gpu_clock``)
+    offset_us: Optional[float]  # whole_clock: the least offset of the GPU's times the trace proves (late > 0)
+    example: str  # the first off event's name ("" when none is off)
 
 
 @dataclass
@@ -547,6 +562,7 @@ class RankSummary:
     efficiency: Optional[Efficiency] = None  # None: no timed ops to measure
     frames: Optional[Frames] = None  # None: no Python frames in the trace (with_stack=False)
     communication: Optional[RankComm] = None  # None: no collectives and no communication kernels
+    gpu_clock: Optional[GpuClockCheck] = None  # None without GPU activity
 
 
 @dataclass

@@ -36,13 +36,21 @@ def are_spans(ranks: list[RankSummary]) -> bool:
     return all(later[0] >= earlier[1] for earlier, later in pairwise(times))
 
 
+def mean_busy(r: RankSummary) -> float | None:
+    """GPU busy per step, the mean over the steps; None without GPU activity, or when no step's busy is known (the
+    GPU clock is off the CPU's: ``gpu_clock``)."""
+    if r.gpu is None or (r.steps and all(s.gpu_busy_us is None for s in r.steps)):
+        return None
+    return sum(s.gpu_busy_us or 0.0 for s in r.steps) / (len(r.steps) or 1)
+
+
 def rank_rows(ranks: list[RankSummary]) -> list[RankRow]:
     rows = []
     for r in ranks:
         n = len(r.steps) or 1
         wall = sum(s.wall_us for s in r.steps) / n
         has_gpu = r.gpu is not None
-        busy = sum(s.gpu_busy_us or 0.0 for s in r.steps) / n if has_gpu else None
+        busy = mean_busy(r)
         rows.append(RankRow(
             rank=r.rank,
             worker=r.worker,

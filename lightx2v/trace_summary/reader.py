@@ -492,7 +492,7 @@ class TraceStream:
         except msgspec.ValidationError:  # an event of another type than records names: that event generically
             try:
                 raws = _RAWS.decode(piece)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 return None
             batch = []
             for raw in raws:
@@ -500,8 +500,8 @@ class TraceStream:
                     batch.append(EVENT.decode(raw))
                 except msgspec.ValidationError:
                     batch.append(generic_value(raw))
-        except msgspec.DecodeError:
-            return None
+        except (msgspec.DecodeError, RecursionError):  # nesting too deep: event by event, where the exact parser
+            return None                                 # names the byte
         self.batch_start = self._base + start
         self._pos = nxt
         return self._yielding(batch, piece, raws=raws, mixed=raws is not None)
@@ -581,8 +581,9 @@ class TraceStream:
                     self._truncated()
                 offset = self._base + self._pos + len(text[:exc.pos].encode("utf-8", "surrogateescape"))
                 raise TraceError(self.path, f"malformed JSON at byte {offset}: {exc.msg}") from None
-            except RecursionError:
-                raise TraceError(self.path, "malformed JSON: nesting too deep") from None
+            except RecursionError:  # hundreds of nested values (no trace holds them): damaged or hostile bytes
+                offset = self._base + self._pos
+                raise TraceError(self.path, f"malformed JSON at byte {offset}: nesting too deep") from None
             if end >= len(text) and not (reaches_end and self._eof):
                 window *= 4  # a number or literal may continue past the window: decode again with more
                 continue
@@ -603,4 +604,5 @@ class TraceStream:
     def _not_events(self, c: bytes) -> None:
         if c == b"":
             self._truncated()
-        raise TraceError(self.path, "not a trace: traceEvents holds something other than event objects")
+        raise TraceError(self.path, "not a trace: traceEvents holds something other than event objects (at byte "
+                                    f"{self._base + self._pos})")

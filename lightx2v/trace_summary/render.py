@@ -12,11 +12,13 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from .devices import unlisted
+from .gpu_clock import FAR_US
 from .memory import HINT as MEMORY_HINT
 from .memory import LEAK_MIN_STEPS
 from .model import (
     CpuOpStat,
     Device,
+    GpuClockCheck,
     IdleStats,
     MemorySummary,
     RankSummary,
@@ -26,7 +28,7 @@ from .model import (
     StepStats,
 )
 from .names import cut as _cut
-from .ranks import LOCKSTEP_SPREAD
+from .ranks import LOCKSTEP_SPREAD, mean_busy
 from .ratios import percent
 from .render_comm import rank_comm_lines, run_comm_lines
 from .render_efficiency import efficiency_lines
@@ -121,6 +123,8 @@ def render_rank(r: RankSummary, frame_tree: bool = False, span: str = "") -> str
         lines.append(f"  note      {note}")
     for skipped in r.skipped_events:
         lines.append(f"  skipped   {skipped_line(skipped)}")
+    if r.gpu_clock is not None and r.gpu_clock.off:
+        lines.append(f"  skipped   {gpu_clock_line(r.gpu_clock)}")
 
     columns = gpu_columns(r)
     if r.steps:
@@ -134,7 +138,7 @@ def render_rank(r: RankSummary, frame_tree: bool = False, span: str = "") -> str
         n = len(r.steps)
         wall = sum(s.wall_us for s in r.steps) / n
         gpu = r.gpu is not None
-        busy = sum(s.gpu_busy_us or 0.0 for s in r.steps) / n if gpu else None
+        busy = mean_busy(r)
         kernels = round(sum(s.kernel_count or 0 for s in r.steps) / n) if gpu else None
         lags = [s.gpu_lag_us for s in r.steps if s.gpu_lag_us is not None]
         slowest = max(r.steps, key=lambda s: s.wall_us)
@@ -288,6 +292,25 @@ def skipped_line(s: SkippedEvents) -> str:
     if s.dropped:
         return f"{events} whose {s.field} is {s.problem}{example}"
     return f"the {s.field} of {events}: {s.problem}{example}"
+
+
+def gpu_clock_line(g: GpuClockCheck) -> str:
+    """``2 GPU events whose times contradict the host's (2 starting before the launch call; e.g. gemm): ...``:
+    which GPU times were not laid on the CPU's timeline, how many, why (``gpu_clock``)."""
+    why = ", ".join(f"{n:,} {what}" for n, what in (
+        (g.before_launch, "starting before the launch call"), (g.after_sync, "ending after a device sync returned"),
+        (g.far_off, f"over {FAR_US / 1e6:.0f} s outside the CPU's events")) if n)
+    example = f"; e.g. {_cut(g.example, 60)}" if g.example else ""
+    if not g.whole_clock:
+        return (f"{g.off:,} GPU event{'s' if g.off != 1 else ''} whose times contradict the host's ({why}{example}): "
+                "left out of busy, idle, lag and the span")
+    offset = ""
+    if g.offset_us is not None:
+        by = abs(g.offset_us)
+        offset = (f" (GPU times >= {f'{_ms(by)} ms' if by < 1e6 else format_duration(by)} "
+                  f"{'late' if g.offset_us > 0 else 'early'})")
+    return (f"the GPU clock is off the CPU's{offset}: {g.off:,} of {g.gpu_events:,} GPU events contradict the host's "
+            f"({why}{example}); per-step GPU busy, idle and lag not given, kernel times and launches stand")
 
 
 def _step_row(name: str, wall: float, busy: float | None, busy_pct: float | None, kernels: int | None,

@@ -15,6 +15,9 @@
   synchronizing call (SYNC_CALLS, SYNC_OPS) during the gap, else "host wait" (also when nothing more is ever
   launched); already queued -> "short gaps" below SHORT_GAP_US (launch overhead between back-to-back work:
   launch-bound), else "other" (waits on events, other streams); its launch not recorded -> "unknown".
+- A GPU event whose time ``gpu_clock`` finds off counts in the step that launched it (kernels, GPU time launched)
+  and in nothing that reads its time (tails, busy, idle, lag, gaps); GPU-side step spans, derived from GPU times,
+  then extend no tail. When the whole GPU clock is off, busy, idle and lag are not given (None).
 """
 
 from __future__ import annotations
@@ -24,13 +27,14 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import compress, repeat
 from operator import le
 from typing import TypeAlias
 
 from . import intervals
 from .collect import STEP_PREFIX, Collected
 from .enclosing import NONE
+from .gpu_clock import GpuClock
 from .launch import LaunchChain
 from .model import IdleCauses, IdleStats, StepStats, SyncWait
 from .optree import OpTree
@@ -82,20 +86,23 @@ CodeLine = Callable[[int, float, float], str]
 
 
 def step_stats(c: Collected, busy: Intervals | None, is_kernel: list[bool], chain: LaunchChain,
-               tree: OpTree, where: CodeLine | None = None) -> Steps:
+               tree: OpTree, where: CodeLine | None = None, clock: GpuClock | None = None) -> Steps:
     """The steps in time order; GPU fields stay None when ``busy`` is None (no GPU activity). ``where`` names
-    each sync cause's line in the user's code (with_stack captures)."""
+    each sync cause's line in the user's code (with_stack captures); ``clock``: which GPU events' times lie on the
+    CPU's timeline (``gpu_clock``; None: all)."""
     n = len(c.g_lo)
     g_lo, g_dur, g_name, launch_ts = c.g_lo, c.g_dur, c.g_name, chain.launch_ts
     of_gpu = array("l", [NONE]) * n
+    placed = clock.placed() if clock is not None else None
+    span_lo, span_hi = clock.span if clock is not None and clock.span is not None else (c.span_lo, c.span_hi)
     if c.cpu_steps:
         spans = sorted((lo, hi, name) for name, (lo, hi) in c.cpu_steps.items())
         by_launch = True
     elif c.gpu_steps:
         spans = sorted((lo, hi, name) for name, (lo, hi) in c.gpu_steps.items())
         by_launch = False
-    elif c.span_hi > c.span_lo:
-        spans = [(c.span_lo, c.span_hi, WHOLE_TRACE)]
+    elif span_hi > span_lo:
+        spans = [(span_lo, span_hi, WHOLE_TRACE)]
         by_launch = False
     else:
         return Steps(steps=[], of_gpu=of_gpu, cpu_spans=[])
@@ -111,10 +118,10 @@ def step_stats(c: Collected, busy: Intervals | None, is_kernel: list[bool], chai
                 if k >= 0 and t <= spans[k][1]:
                     of_gpu[g] = k
                     end = g_lo[g] + g_dur[g]
-                    if end > gpu_end[k]:
+                    if end > gpu_end[k] and (placed is None or placed[g]):
                         gpu_end[k] = end
         for k, (_, _, name) in enumerate(spans):
-            tail = c.gpu_steps.get(name)
+            tail = c.gpu_steps.get(name) if placed is None else None
             if tail is not None and tail[1] > gpu_end[k]:
                 gpu_end[k] = tail[1]
         ends = [max(hi, min(gpu_end[k], starts[k + 1] if k + 1 < len(spans) else math.inf))
@@ -123,31 +130,39 @@ def step_stats(c: Collected, busy: Intervals | None, is_kernel: list[bool], chai
         ends = [hi for _, hi, _ in spans]
     for g in range(n):
         k = of_gpu[g]
+        off = placed is not None and not placed[g]
         if k == NONE:
             if by_launch and launch_ts[g] == launch_ts[g]:
                 continue  # launched outside every step
-            k = bisect_right(starts, g_lo[g]) - 1  # no known launch: by its GPU start in the disjoint windows
-            if k < 0 or g_lo[g] > ends[k]:
-                continue
+            if off:  # no known launch, nor a time to place it by: only the whole trace holds it
+                if spans[0][2] != WHOLE_TRACE:
+                    continue
+                k = 0
+            else:
+                k = bisect_right(starts, g_lo[g]) - 1  # no known launch: by its GPU start in the disjoint windows
+                if k < 0 or g_lo[g] > ends[k]:
+                    continue
             of_gpu[g] = k
         launched[k] += g_dur[g]
         if is_kernel[g_name[g]]:
             k_count[k] += 1
         end = g_lo[g] + g_dur[g]
-        if end > gpu_end[k]:
+        if end > gpu_end[k] and not off:
             gpu_end[k] = end
-    gaps = _GapCauses(c, chain, tree, where) if busy is not None else None
+    timed = busy is not None and (clock is None or not clock.whole)  # GPU times lie on the CPU's timeline
+    gaps = _GapCauses(c, chain, tree, where, placed) if timed else None
     out = []
     for k, (lo, hi, name) in enumerate(spans):
         wall = ends[k] - lo
         step = StepStats(name=name, number=step_number(name), start_us=lo + (c.base or 0.0), wall_us=wall,
                          cpu_us=hi - lo if by_launch or name == WHOLE_TRACE else 0.0,
                          gpu_busy_us=None, gpu_busy_pct=None, kernel_count=None, idle=None)
+        if busy is not None:
+            step.kernel_count = k_count[k]
+            step.gpu_launched_us = launched[k]
         if busy is not None and gaps is not None:
             step.gpu_busy_us = intervals.covered(busy, lo, ends[k])
             step.gpu_busy_pct = percent(step.gpu_busy_us, wall)
-            step.kernel_count = k_count[k]
-            step.gpu_launched_us = launched[k]
             step.gpu_lag_us = max(0.0, gpu_end[k] - hi) if gpu_end[k] > -math.inf and by_launch else None
             step.idle = idle_in(busy, lo, ends[k], name, gaps)
         out.append(step)
@@ -157,8 +172,10 @@ def step_stats(c: Collected, busy: Intervals | None, is_kernel: list[bool], chai
 class _GapCauses:
     """What ended each gap: the GPU events in start order with their launch times, and the host's syncs."""
 
-    def __init__(self, c: Collected, chain: LaunchChain, tree: OpTree, where: CodeLine | None = None) -> None:
-        order = sorted(range(len(c.g_lo)), key=c.g_lo.__getitem__)
+    def __init__(self, c: Collected, chain: LaunchChain, tree: OpTree, where: CodeLine | None = None,
+                 placed: Sequence[bool] | None = None) -> None:
+        order = sorted(range(len(c.g_lo)) if placed is None else compress(range(len(c.g_lo)), placed),
+                       key=c.g_lo.__getitem__)
         self.starts = [c.g_lo[g] for g in order]
         self.launch = [chain.launch_ts[g] for g in order]
         syncs: list[tuple[float, float, str, str, str]] = []  # (start, end, top-level op, call, line in the code)

@@ -4,7 +4,9 @@ duration), every answer worked out here."""
 
 from __future__ import annotations
 
-from lightx2v.trace_summary.enclosing import NONE, Enclosing, _ordered, by_thread_in_order
+import pytest
+
+from lightx2v.trace_summary.enclosing import NONE, SAME_END_US, Enclosing, _ordered, by_thread_in_order, same_end_us
 
 
 def enclosing(*intervals: tuple[int, float, float]) -> Enclosing:
@@ -167,3 +169,13 @@ def test_ends_a_float_sum_apart_are_one_end():
     assert list(ops.walk()) == [(0, NONE), (1, 0)]
     assert ops.closed == {}
     assert list(closing((1, 0.0, 0.3), (1, 0.1, 0.201)).walk()) == [(0, NONE), (1, NONE)]  # a nanosecond later
+
+
+def test_at_epoch_microseconds_one_end_is_one_step_of_a_double_wide():
+    """1712195495505583.047 is read as a multiple of 0.25 us: ends that far apart may be the same nanosecond."""
+    assert same_end_us(1712195495505583.047) == SAME_END_US + 0.25
+    assert same_end_us(100.0) == pytest.approx(SAME_END_US)  # relative times: as before
+    given = ((1, 0.0, 48875.125), (1, 0.25, 48875.046))  # main starts 0.25 later, its end 0.171 later
+    assert list(closing(*given).walk()) == [(0, NONE), (1, NONE)]  # at small times: an overlap
+    assert list(Enclosing([1, 1], [0.0, 0.25], [48875.125, 48875.046], close_overlapped=True,
+                          same_end=same_end_us(1712195495505583.0)).walk()) == [(0, NONE), (1, 0)]

@@ -333,3 +333,51 @@ def test_the_frames_skipped_undecoded_are_the_ones_folding_drops(tmp_path):
 
     fast, slow = summary(SKIP_HEAD_FOLDED), summary(SKIP_HEAD_FRAMES)
     assert fast.frames == slow.frames and fast.tables.frames == slow.tables.frames
+
+
+EPOCH_NS = 1712195495505583047  # kineto's nanosecond traces: epoch microseconds with three decimals
+
+
+def _as_written(ns: int) -> float:
+    """A nanosecond time as kineto writes it (microseconds, three decimals), read back as a double."""
+    return float(f"{ns // 1000}.{ns % 1000:03d}")
+
+
+def _same_ns_ends(tmp_path: Path, name: str, main_after_ns: int, work_ns: int) -> Path:
+    """``<module>`` and the ``main`` it calls end in the same nanosecond (``return main()``), at epoch times."""
+    t, end = EPOCH_NS, EPOCH_NS + 48_875_123
+
+    def frame(label: str, lo: int, hi: int, cat: str = "python_function") -> dict:
+        return {"ph": "X", "cat": cat, "name": label, "pid": 1, "tid": 1, "ts": _as_written(lo),
+                "dur": _as_written(hi - lo), "args": {}}
+
+    events = [frame("myscript.py(21): <module>", t, end), frame("myscript.py(16): main", t + main_after_ns, end),
+              frame("myscript.py(9): work", t + main_after_ns + 1000, t + main_after_ns + work_ns),
+              frame("aten::mm", t + main_after_ns + 2000, t + main_after_ns + work_ns - 1000, "cpu_op")]
+    path = tmp_path / f"{name}.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return path
+
+
+# main's start read as a double rounds up by up to 0.171 us more than <module>'s: its end comes out later
+LATER_BY_ROUNDING = [79, 80, 81, 330, 331]
+
+
+@pytest.mark.parametrize("after", LATER_BY_ROUNDING)
+def test_a_frame_ending_in_the_same_nanosecond_as_its_callee_stays_its_parent(tmp_path, after):
+    t = _as_written(EPOCH_NS)
+    main_end = _as_written(EPOCH_NS + after) - t + _as_written(48_875_123 - after)
+    assert main_end - _as_written(48_875_123) > 0.0005  # the float ends differ: the case this test is about
+    frames = analyze_trace(str(_same_ns_ends(tmp_path, "t", after, 40_000_000))).frames
+    cpu = {f.function: f.cpu_us for f in frames.frames}
+    assert cpu["<module>"] == cpu["main"] == cpu["work"] > 38_000.0
+    assert main(["--frames", str(tmp_path / "t.pt.trace.json")]) == 0
+
+
+def test_the_diff_of_two_such_captures_names_no_fake_change_of_the_caller(tmp_path):
+    base = _same_ns_ends(tmp_path, "base", 1000, 40_000_000)  # ends the same as floats too
+    new = _same_ns_ends(tmp_path, "new", LATER_BY_ROUNDING[0], 40_000_000)
+    ch = compare_runs(*(summarize_paths([str(p)])[0] for p in (base, new))).ranks[0].frames
+    assert ch is not None
+    moved = {c.function: c.inclusive_per_step_us for c in ch.frames}
+    assert "<module>" not in moved or abs(moved["<module>"].delta) < 1.0, moved

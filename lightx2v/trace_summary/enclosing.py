@@ -14,7 +14,10 @@ frames, each step's ``<module>`` running into the next) would each become the ch
 chain as long as the trace. With ``close_overlapped`` the later interval closes the earlier one instead: every
 open interval that ends before it is taken as ended at its start, so the nesting stays as deep as the code's and
 a lookup after that start never finds the closed one (the frames read it so: ``frames.FrameIndex``). Ends within
-SAME_END_US of each other are one end (a float sum's rounding), so properly nested intervals nest as before.
+``same_end_us`` of each other are one end, so properly nested intervals nest as before: SAME_END_US (a float sum's
+rounding) where times are small, and one step of a double more where they are epoch microseconds
+(``same_end_us()``: 1712195495505583.047 is read as a multiple of 0.25 us, so two frames that end in the same
+nanosecond, ``return g()``, come out up to 0.25 us apart).
 """
 
 from __future__ import annotations
@@ -23,17 +26,24 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import compress, islice
+from math import ulp
 from operator import add, eq, le
 
 NONE = -1
 SAME_END_US = 0.0005  # half the nanosecond kineto writes: two ends closer than this are the same end
 
 
+def same_end_us(latest_us: float) -> float:
+    """How close two ends are one end in a trace whose absolute times reach ``latest_us``: SAME_END_US, plus the
+    step of a double there (each start was rounded to it when read: 0.25 us at epoch microseconds)."""
+    return SAME_END_US + ulp(abs(latest_us))
+
+
 class Enclosing:
     """Per thread: the intervals' starts in (start, -duration) order, their indices and their parents."""
 
     def __init__(self, thread: Sequence[int], ts: Sequence[float], dur: Sequence[float],
-                 close_overlapped: bool = False) -> None:
+                 close_overlapped: bool = False, same_end: float = SAME_END_US) -> None:
         self.ts, self.dur = ts, dur
         # arrays, not lists: 24 bytes an interval instead of about 100 (a float and two int objects each)
         self.threads: dict[int, tuple[array, array, array]] = {}
@@ -42,7 +52,7 @@ class Enclosing:
         for t, idx in by_thread_in_order(range(len(thread)), thread, ts, dur).items():
             starts = array("d", map(ts.__getitem__, idx))
             if close_overlapped:
-                parent = _parents_closing(idx, starts, ts, dur, closed)
+                parent = _parents_closing(idx, starts, ts, dur, closed, same_end)
             else:
                 parent = _parents(starts, map(add, starts, map(dur.__getitem__, idx)))
             self.threads[t] = (starts, idx, parent)
@@ -87,9 +97,9 @@ def _parents(starts: Sequence[float], ends: Iterable[float]) -> array:
 
 
 def _parents_closing(idx: Sequence[int], starts: Sequence[float], ts: Sequence[float], dur: Sequence[float],
-                     closed: dict[int, float]) -> array:
-    """``_parents`` where an interval that starts inside another and ends after it closes that one at its start
-    (``close_overlapped``), noted in ``closed``."""
+                     closed: dict[int, float], same_end: float = SAME_END_US) -> array:
+    """``_parents`` where an interval that starts inside another and ends after it (by more than ``same_end``)
+    closes that one at its start (``close_overlapped``), noted in ``closed``."""
     parent = array("l")
     stack: list[int] = []  # positions in idx of the intervals still open
     for pos, i in enumerate(idx):
@@ -98,7 +108,7 @@ def _parents_closing(idx: Sequence[int], starts: Sequence[float], ts: Sequence[f
             j = idx[stack[-1]]
             end = ts[j] + dur[j]
             if end > start:
-                if end >= start + dur[i] - SAME_END_US:
+                if end >= start + dur[i] - same_end:
                     break
                 closed[j] = start
             stack.pop()

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 
 from .collect import Collected
-from .enclosing import NONE, Enclosing
+from .enclosing import NONE, Enclosing, same_end_us
 from .launch import LaunchChain
 from .memory import MemoryEvents
 from .model import Frames, FrameStat, FrameTree, ModuleStat
@@ -127,7 +127,8 @@ class FrameIndex:
     @cached_property
     def frames(self) -> Enclosing:
         c = self.c
-        return Enclosing(c.fr_thread, c.fr_ts, c.fr_dur, close_overlapped=True)
+        latest = (c.base or 0.0) + max(c.fr_ts, default=0.0)
+        return Enclosing(c.fr_thread, c.fr_ts, c.fr_dur, close_overlapped=True, same_end=same_end_us(latest))
 
     @cached_property
     def parent(self) -> array:

@@ -157,6 +157,25 @@ def test_the_job_wait_returns_once_every_rank_captured(tmp_path):
                               1: {"run_dir": "/tb/run_2", "finished_at": NOW}}}
 
 
+@pytest.mark.parametrize("damage", ["not JSON", "gone"])
+def test_the_job_wait_waits_for_a_rank_whose_status_cannot_be_read_this_poll(tmp_path, damage):
+    """Rank 1's status file is half written (or being replaced) while rank 0 has captured: the ranks read this
+    poll have all captured, the job's ranks have not. The wait goes on until rank 1 has, and returns both."""
+    paths = [write_rank(tmp_path, 0, arm(1, "captured"), 2), write_rank(tmp_path, 1, arm(1, "armed"), 1)]
+    job = jobs.Job("j", [control.read_process(p) for p in paths])
+    if damage == "gone":
+        Path(paths[1]).unlink()
+    else:
+        Path(paths[1]).write_text('{"pid": 101, "ra')
+    later = threading.Timer(0.8, write_rank, (tmp_path, 1, arm(1, "captured"), 2))
+    later.start()
+    try:
+        done = jobs.wait_for_job_capture(job, {"job_arm": 1, "captures_before": {0: 1, 1: 1}}, timeout=20)
+    finally:
+        later.cancel()
+    assert sorted(done["ranks"]) == [0, 1]
+
+
 def test_the_job_wait_ends_when_a_rank_exits(tmp_path):
     path = tmp_path / "h_100.status.json"
     path.write_text(json.dumps(status(100, 0, 2, exited_at=NOW, job={"id": "j", "arm": arm(1, "armed")})))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import threading
 import pytest
 import torch
 
+from lightx2v.utils import torch_trace_profiler as dropin
 from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchTraceProfiler
 
 from conftest import subprocess_env
@@ -177,7 +179,8 @@ def test_two_threads_past_the_steady_path_at_once_make_one_capture(tmp_path):
     script = textwrap.dedent("""
         import json, threading, torch
         from lightx2v.utils import torch_trace_profiler as dropin
-        from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchTraceProfiler
+        from lightx2v.utils import torch_trace_profiler as dropin
+from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchTraceProfiler
 
         both_there = threading.Barrier(2, timeout=60)
 
@@ -210,6 +213,59 @@ def test_two_threads_past_the_steady_path_at_once_make_one_capture(tmp_path):
     (captured,) = {name for name in seen["calls"] if seen["calls"].count(name) == 5}  # 1 + 3 + 1 calls captured ...
     assert len(seen["calls"]) == 6  # ... and one plain call
     assert len(plugin_traces(tmp_path / "tb")) == 1 and run_dirs(tmp_path / "tb")[0].name.endswith(captured)
+
+
+def _lock_line(method) -> int:
+    """The line of ``method`` that takes the session's lock (``with self.lock:``), as the tracer numbers it."""
+    lines, first = inspect.getsourcelines(method)
+    (at,) = [first + k for k, line in enumerate(lines) if line.strip() == "with self.lock:"]
+    return at
+
+
+@pytest.mark.parametrize("round_", range(3))
+def test_sixteen_first_calls_held_at_the_claims_lock_make_exactly_one_capture(tmp_path, round_):
+    """Sixteen threads' first calls, each held where ``claim()`` takes the session's lock until all are there: what
+    they read before it cannot decide, the lock alone does. One capture, fifteen plain calls. A check of "claimed"
+    moved before the lock lets every held thread through: 16 captures (or "Profiler is already enabled")."""
+    threads_n = 16
+    all_there = threading.Barrier(threads_n, timeout=60)
+    lock_line = _lock_line(dropin._Session.claim)
+    claim_code = dropin._Session.claim.__code__
+
+    held = threading.local()
+
+    def hold(frame, event, arg):
+        if frame.f_code is not claim_code:
+            return None
+        if event == "line" and frame.f_lineno == lock_line and not getattr(held, "once", False):
+            held.once = True  # leaving the with block is a line event of that line too
+            all_there.wait()
+        return hold
+
+    calls: list[int] = []
+    errors: list[BaseException] = []
+
+    def worker(i: int) -> None:
+        try:
+            TorchTraceProfileContext(f"t{i}", tb_dir="tb").run(lambda: calls.append(i))
+        except BaseException as exc:
+            errors.append(exc)
+
+    before = TorchTraceProfiler.capture_status()["captures"]  # the process's count: earlier rounds' too
+    threading.settrace(hold)
+    try:
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(threads_n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    finally:
+        threading.settrace(None)  # type: ignore[arg-type]
+    assert errors == [] and not all_there.broken
+    assert TorchTraceProfiler.capture_status()["captures"] - before == 1
+    (captured,) = {i for i in calls if calls.count(i) == 5}  # 1 + 3 + 1 calls captured ...
+    assert len(calls) == 5 + threads_n - 1  # ... and one plain call each for the others
+    assert len(plugin_traces(tmp_path / "tb")) == 1 and run_dirs(tmp_path / "tb")[0].name.endswith(f"t{captured}")
 
 
 def test_switched_off_by_environment(tmp_path, monkeypatch):

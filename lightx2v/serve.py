@@ -16,7 +16,6 @@ the trace browser have no login. From a laptop, use the printed `ssh -L` line.
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import shlex
 import shutil
@@ -29,6 +28,7 @@ import time
 from pathlib import Path
 
 from lightx2v import hostcheck, settings
+from lightx2v.ports import bind_problem
 from lightx2v.program import program
 from lightx2v.relay import Relay
 from lightx2v.utils.torch_trace_profiler import resolve_log_dir
@@ -64,30 +64,6 @@ def listen_host(args: argparse.Namespace, environ=os.environ) -> str:
     if args.bind_all:
         return ALL_INTERFACES
     return args.host or settings.get(settings.BIND_HOST, environ)
-
-
-def bind_problem(host: str, port: int, what: str, port_flag: str, host_source: str = "--host") -> str | None:
-    """Why the `what` server cannot listen on `host`:`port`, as one line that names the real cause (the address
-    or the port) and the flag that changes it; None when it can."""
-    try:
-        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((host, port))
-    except socket.gaierror as exc:
-        return (f"cannot listen on {host!r} ({host_source}): not an IP address, and no such host name "
-                f"({exc.strerror}). Pick another with --host, or --bind-all.")
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        if exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
-            return (f"cannot listen on {host} ({host_source}): {reason}: it is not an address of this machine. "
-                    "Pick another with --host, or --bind-all.")
-        if exc.errno == errno.EACCES and port < 1024:
-            return (f"cannot use port {port} for the {what} on {host}: {reason} (ports below 1024 need root). "
-                    f"Pick another with {port_flag}.")
-        if exc.errno in (errno.EADDRINUSE, errno.EACCES):
-            return f"cannot use port {port} for the {what} on {host}: {reason}. Pick another with {port_flag}."
-        return f"cannot listen on {host}:{port} for the {what}: {reason} (check {host_source} and {port_flag})."
-    return None
 
 
 def answers(port: int, host: str = "127.0.0.1") -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lightx2v import serve, settings
+from lightx2v import ports, serve, settings
 
 from conftest import free_port, subprocess_env
 from helpers.procs import Server, answers, wait_until
@@ -41,17 +41,17 @@ def test_supervisord_conf_defaults_to_loopback_too():
 
 
 def test_each_bind_error_names_its_cause():
-    unresolvable = serve.bind_problem("999.9.9.9", free_port(), "TensorBoard", "--port")
+    unresolvable = ports.bind_problem("999.9.9.9", free_port(), "TensorBoard", "--port")
     assert "'999.9.9.9'" in unresolvable and "--host" in unresolvable and "--port" not in unresolvable
-    foreign = serve.bind_problem(UNUSED_TEST_NET, free_port(), "TensorBoard", "--port")
+    foreign = ports.bind_problem(UNUSED_TEST_NET, free_port(), "TensorBoard", "--port")
     assert "not an address of this machine" in foreign and "--host" in foreign and "--port" not in foreign
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         port = sock.getsockname()[1]
-        busy = serve.bind_problem("127.0.0.1", port, "trace browser", "--browser-port")
+        busy = ports.bind_problem("127.0.0.1", port, "trace browser", "--browser-port")
     assert f"cannot use port {port} for the trace browser" in busy and busy.endswith("--browser-port.")
-    assert serve.bind_problem("127.0.0.1", free_port(), "TensorBoard", "--port") is None
+    assert ports.bind_problem("127.0.0.1", free_port(), "TensorBoard", "--port") is None
 
 
 @pytest.mark.parametrize("args,env,blamed", [

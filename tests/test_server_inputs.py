@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -79,3 +81,22 @@ def test_the_registry_knows_every_fix_by_name():
     from lightx2v.tensorboard.fix import FIX_NAMES
 
     assert FIX_NAMES == tuple(fix.name for fix in FIXES)
+
+
+@pytest.mark.parametrize("where", [["--host", "127.0.0.1"], [], ["--bind_all"]], ids=["host", "default", "bind_all"])
+def test_tensorboard_on_a_busy_port_says_so_in_one_line_before_loading(tmp_path, where):
+    """It checked nothing: it loaded every run (~6 s), then printed "could not bind" and FileNotFoundError tracebacks
+    of its workers, exit status 255. Now one line naming the port and the flag, status 2, as lightx2v-serve."""
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        started = time.monotonic()
+        result = subprocess.run([sys.executable, "-m", "lightx2v.tensorboard", "--logdir", str(tmp_path), "--port",
+                                 str(port), *where], env=subprocess_env(), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        f"lightx2v.tensorboard: cannot use port {port} for the TensorBoard on "
+        f"{'0.0.0.0' if where == ['--bind_all'] else where[1] if where else 'localhost'}: Address already in use. "
+        "Pick another with --port."]
+    assert time.monotonic() - started < 30 and result.stdout == ""

@@ -27,6 +27,7 @@ from helpers.procs import (
     launcher,
     runs,
     stock_tensorboard,
+    wait_for,
     wait_until,
     workers,
 )
@@ -343,3 +344,28 @@ def test_the_gpu_steps_fix_drops_the_gpu_copy_of_each_profiler_step_and_no_other
     assert sorted(set(kept)) == [("gpu_user_annotation", "attn"), ("user_annotation", "ProfilerStep#4"),
                                  ("user_annotation", "attn")]
     assert kept.count(("gpu_user_annotation", "attn")) == 12
+
+
+@pytest.mark.slow
+def test_a_damaged_trace_is_one_log_line_not_a_traceback(tmp_path):
+    """An empty file and a cut .gz: 0.4.3 logged 20-40 lines of traceback for each before the run monitor's line;
+    now one line each says the run, the worker and the damage, and then what to do."""
+    (tmp_path / "run_a").mkdir()
+    (tmp_path / "run_a" / "w.1.pt.trace.json").write_bytes(b"")
+    (tmp_path / "run_b").mkdir()
+    (tmp_path / "run_b" / "w.2.pt.trace.json.gz").write_bytes(H200_TRACE.read_bytes()[:3000])
+    port = free_port()
+    server = Server([sys.executable, "-m", "lightx2v.tensorboard", "--logdir", str(tmp_path), "--port", str(port),
+                     "--host", "127.0.0.1"])
+    try:
+        wait_for(server, lambda: server.output().count("could be parsed yet") == 2, 120, "both runs tried")
+        text = server.output()
+    finally:
+        server.stop()
+    assert "Traceback" not in text, text
+    said = sorted(line.split("] ", 1)[-1] for line in text.splitlines() if "cannot be parsed" in line)
+    assert said == [
+        f"lightx2v.tensorboard: run run_a, worker w: cannot be parsed: {tmp_path}/run_a/w.1.pt.trace.json: empty file, "
+        "not a trace",
+        f"lightx2v.tensorboard: run run_b, worker w: cannot be parsed: {tmp_path}/run_b/w.2.pt.trace.json.gz: "
+        "truncated gzip stream (the file was cut off while being written?)"]

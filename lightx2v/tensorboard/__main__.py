@@ -19,7 +19,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 
-from lightx2v import hostcheck, settings
+from lightx2v import hostcheck, ports, settings
 from lightx2v.program import whole_lines
 from lightx2v.utils.torch_trace_profiler import DEFAULT_TB_DIR, ENV_DIR
 
@@ -45,13 +45,33 @@ def with_defaults(argv: Sequence[str], environ: Mapping[str, str]) -> list[str]:
     return args
 
 
-def _logdir_of(args: Sequence[str]) -> str | None:
+def _value_of(args: Sequence[str], flag: str) -> str | None:
+    """The last value given to ``flag`` (``--flag V`` or ``--flag=V``), as TensorBoard's parser takes it."""
+    found = None
     for i, arg in enumerate(args):
-        if arg == "--logdir" and i + 1 < len(args):
-            return args[i + 1]
-        if arg.startswith("--logdir="):
-            return arg.split("=", 1)[1]
-    return None
+        if arg == flag and i + 1 < len(args):
+            found = args[i + 1]
+        elif arg.startswith(flag + "="):
+            found = arg.split("=", 1)[1]
+    return found
+
+
+def _logdir_of(args: Sequence[str]) -> str | None:
+    return _value_of(args, "--logdir")
+
+
+def listen_problem(args: Sequence[str]) -> str | None:
+    """Why TensorBoard could not listen where ``args`` ask, in one line, before it loads every run for seconds
+    and then fails with a traceback per worker; None when it can (or the port is not a number: its own error)."""
+    port = _value_of(args, "--port")
+    if port is None or not port.isdigit():
+        return None
+    if _has_flag(args, "--bind_all"):
+        host, source = "0.0.0.0", "--bind_all"
+    else:
+        host = _value_of(args, "--host") or "localhost"
+        source = "--host" if _has_flag(args, "--host") else "TensorBoard's default"
+    return ports.bind_problem(host, int(port), "TensorBoard", "--port", source, all_flag="--bind_all")
 
 
 CSP_NOTE = ("lightx2v.tensorboard: the PyTorch profiler plugin serves its pages without a Content-Security-Policy "
@@ -119,6 +139,10 @@ def main(argv: Sequence[str] | None = None) -> int:
               "Install the serving extra: pip install '.[serve]'", file=sys.stderr)
         return 2
     if not asking_only:
+        problem = listen_problem(args)
+        if problem:
+            print(f"{PROG}: {problem}", file=sys.stderr)
+            return 2
         from lightx2v.tensorboard.patches import apply_fixes, guard_hosts
 
         try:

@@ -14,7 +14,7 @@ from typing import Any, Callable
 # check `LIGHTX2V_TB_SKIP_FIXES` without importing the plugin (a test keeps the two lists equal).
 FIX_NAMES = ("rescan", "reload_runs", "newest_first", "loader_children", "manager_exits", "stack_route",
              "offline_trace", "charts_notice", "trace_limit", "cuda_runtime", "call_stacks", "gpu_steps",
-             "step_ranges", "stream_parse")
+             "step_ranges", "stream_parse", "parse_errors")
 
 
 @dataclass(frozen=True)

@@ -339,6 +339,51 @@ def _apply_stack_route() -> None:
     plugin.TorchProfilerPlugin.operation_stack_route = operation_stack_route
 
 
+PARSE_FAILED = "Failed to parse profile data for Run %s on %s. Exception=%s"  # 0.4.3's loader, with exc_info
+
+
+class ParseFailureLine(logging.Filter):
+    """The plugin logs a trace it cannot parse with a 20-40 line traceback (two, chained, when our streamed parse
+    hands it on first); the run monitor then says what to do. This keeps one line: the run, the worker, why."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg != PARSE_FAILED or not isinstance(record.args, tuple) or len(record.args) != 3:
+            return True
+        run, worker, exc = record.args
+        why = _not_streamed(exc) or exc  # our reader's message names the file and the damage: "empty file", ...
+        record.msg = "lightx2v.tensorboard: run %s, worker %s: cannot be parsed: %s"
+        record.args = (run, worker, str(why) or type(why).__name__)
+        record.exc_info = record.exc_text = None
+        return True
+
+
+def _not_streamed(exc: object) -> BaseException | None:
+    """The NotStreamed that sent this trace to the plugin's own parse, where the plugin's failure followed it."""
+    seen = 0
+    while isinstance(exc, BaseException) and seen < 8:  # JSONDecodeError <- StopIteration <- NotStreamed
+        if isinstance(exc, large.NotStreamed):
+            return exc
+        exc, seen = exc.__context__, seen + 1
+    return None
+
+
+def _check_parse_errors() -> str | None:
+    from torch_tb_profiler import consts
+    from torch_tb_profiler.profiler import loader
+
+    if PARSE_FAILED not in loader.RunLoader._process_data.__code__.co_consts or not consts.PLUGIN_NAME:
+        return "torch_tb_profiler.profiler.loader.RunLoader._process_data no longer logs its parse failures so"
+    return None
+
+
+def _apply_parse_errors() -> None:
+    from torch_tb_profiler import consts
+
+    plugin_logger = logging.getLogger(consts.PLUGIN_NAME)
+    if not any(isinstance(f, ParseFailureLine) for f in plugin_logger.filters):
+        plugin_logger.addFilter(ParseFailureLine())
+
+
 FIXES: tuple[Fix, ...] = (
     Fix("rescan", f"new runs are found every {RESCAN_SECONDS} s instead of every 10 s", "server",
         _check_rescan, _apply_rescan),
@@ -370,6 +415,8 @@ FIXES: tuple[Fix, ...] = (
         "from the start for every step", "parser", large.check_step_ranges, large.apply_step_ranges),
     Fix("stream_parse", "traces are streamed into the plugin, the events and args no view reads dropped on the way",
         "parser", large.check_stream_parse, large.apply_stream_parse),
+    Fix("parse_errors", "a trace that cannot be parsed is one log line (run, worker, why) instead of a traceback",
+        "parser", _check_parse_errors, _apply_parse_errors),
 )
 
 

@@ -9,6 +9,7 @@ configuration (2 ranks late before an all-to-all, 4 ranks late before the all-ga
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -201,3 +202,16 @@ def test_a_late_step_merged_for_perfetto_lines_the_ranks_up(job):
     arrows = [e for e in events if e.get("ph") == "s" and e.get("cat") == "collective"]
     late_pid = (late + 1) * 10_000 + 9_999
     assert sum(1 for e in arrows if e["pid"] == late_pid) >= job["ranks"] - 1
+
+
+@pytest.mark.parametrize("job", ["two"], indirect=True)  # the job the docs show
+def test_the_many_gpus_pages_sample_cites_the_lines_a_real_run_prints(job):
+    """docs/many_gpus.md (and its Chinese twin) show this job's report: every `comm_late_rank.py:N function` they
+    cite is one the summary of a real run of the same command prints (the program's lines move as it changes:
+    61/77 stayed in the docs after they became 65/83)."""
+    printed = summary_cli(str(job["dir"]), cwd=job["dir"]).stdout
+    real = set(re.findall(r"comm_late_rank\.py:\d+ \w+", printed))
+    assert real, printed
+    for page in ("docs/many_gpus.md", "docs/zh/many_gpus.md"):
+        cited = set(re.findall(r"comm_late_rank\.py:\d+ \w+", (REPO_ROOT / page).read_text()))
+        assert cited and cited <= real, (page, sorted(cited - real), sorted(real))

@@ -9,7 +9,11 @@ import functools
 import io
 import json
 import os
+import pty
 import re
+import select
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +24,9 @@ from lightx2v.trace_summary import parallel
 from lightx2v.trace_summary.__main__ import main, skipped_note
 from lightx2v.trace_summary.model import SkippedFile
 
+from conftest import subprocess_env
 from helpers.cli import in_process
+from helpers.replica import FIXTURE, replicate
 from helpers.small_trace import LIBRARY_FRAME, USER_FRAME, small_trace, tqdm_without_threads
 
 TRUNCATED = "truncated trace: the JSON ends early (the file was cut off while being written?)"
@@ -510,3 +516,34 @@ def test_a_read_under_a_second_or_into_a_pipe_shows_no_bar(tmp_path, monkeypatch
     monkeypatch.setattr("sys.stderr", pipe)
     reading_takes(monkeypatch, 1.5)
     assert main(argv) == 0 and pipe.getvalue() == ""
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_terminal_leaves_the_cursor_on_a_fresh_line(tmp_path):
+    """Ctrl-C typed on a real terminal (a pty) while a --diff of two big traces is being read and summarized (~7 s
+    here; typed at 2 s): exit status 130, no traceback, and the cursor at the start of a line of its own. It was
+    left after the terminal's ``^C`` (and the bar, where one was drawn), so the shell's prompt followed it there."""
+    big = tmp_path / "big.pt.trace.json"
+    replicate(FIXTURE, big, 150)
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the summary on the pty, as a user's shell runs it
+        os.execvpe(sys.executable, [sys.executable, "-m", "lightx2v.trace_summary", "--diff", str(big), str(big)],
+                   subprocess_env())
+    seen, typed, started = b"", False, time.monotonic()
+    while time.monotonic() < started + 120:
+        if select.select([fd], [], [], 0.1)[0]:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # the child closed the pty: it exited
+                break
+            if not chunk:
+                break
+            seen += chunk
+        if not typed and time.monotonic() > started + 2.0:
+            os.write(fd, b"\x03")  # Ctrl-C: the terminal sends SIGINT to the whole foreground group
+            typed = True
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 130, seen[-500:]
+    assert b"Traceback" not in seen and b"^C" in seen
+    assert seen.endswith(b"\r\n"), seen[-200:]  # the line ended (the pty writes \n as \r\n)

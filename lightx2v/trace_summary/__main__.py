@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             runs = summarize_runs(runs_files, args.top, bar.update, keep_going=True, peak=args.peak,
                                   folded=not args.all_frames, side_by_side=True)
     except KeyboardInterrupt:
-        return 130
+        return _interrupted()
     for run in runs:
         if run.skipped_files:
             print(f"trace_summary: note: {skipped_note(run.skipped_files)}", file=sys.stderr)
@@ -196,7 +196,7 @@ def _diff(paths: list[str], top: int, as_json: bool, peak: PeakSpec | None = Non
         print(f"trace_summary: error: {exc}", file=sys.stderr)
         return DATA_ERROR
     except KeyboardInterrupt:
-        return 130
+        return _interrupted()
     for run in (base, new):
         if run.skipped_files:
             print(f"trace_summary: note: {skipped_note(run.skipped_files)}", file=sys.stderr)
@@ -210,6 +210,15 @@ def _diff(paths: list[str], top: int, as_json: bool, peak: PeakSpec | None = Non
     except BrokenPipeError:
         sys.stdout = None
     return 0
+
+
+def _interrupted() -> int:
+    """Ctrl-C: the progress bar has cleared itself (``leave=False``) but left the cursor on its line, after the
+    terminal's ``^C``; on a terminal, end that line so the shell's prompt starts on its own. Exit status 130."""
+    if sys.stderr is not None and sys.stderr.isatty():
+        sys.stderr.write("\n")
+        sys.stderr.flush()
+    return 130
 
 
 def _summarized(sides: list[RunFiles], top: int, peak: PeakSpec | None, folded: bool) -> list[RunSummary]:

@@ -348,3 +348,15 @@ def test_the_summary_does_not_depend_on_the_order_of_events_in_the_file(tmp_path
     differ = {k: (v, any_order[k]) for k, v in in_order.items()
               if not (v == any_order[k] or (isinstance(v, float) and v == pytest.approx(any_order[k], rel=1e-9)))}
     assert differ == {}
+
+
+@pytest.mark.parametrize("name", ["", "   ", None], ids=["empty", "blank", "null"])
+def test_a_device_without_a_name_says_so(tmp_path, name):
+    """``devices   0:  (sm 9.4, 192.0 GiB)`` read as if a word were missing: an unnamed device says it is one."""
+    doc = trace_doc([kernel("a", 0, 1_000)])
+    doc["deviceProperties"] = [{"id": 0, "name": name, "computeMajor": 9, "computeMinor": 4,
+                                "totalGlobalMem": 192 * 2**30}]
+    r = analyze_trace(str(write_json(tmp_path / "unnamed.pt.trace.json", doc)))
+    assert device_line(r) == "  devices   0: unnamed device (sm 9.4, 192.0 GiB)"
+    page = render_overview(summarize_paths([str(tmp_path / "unnamed.pt.trace.json")])[0])
+    assert "0: unnamed device" in page

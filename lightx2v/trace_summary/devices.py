@@ -7,6 +7,8 @@ from typing import Any
 from .model import Device, GpuTotals
 from .names import rank_from_name
 
+UNNAMED = "unnamed device"  # deviceProperties without a name, or an empty one (some drivers, MIG slices)
+
 
 def devices(props: Any) -> list[Device]:
     out = []
@@ -16,7 +18,7 @@ def devices(props: Any) -> list[Device]:
         major, minor = p.get("computeMajor"), p.get("computeMinor")
         out.append(Device(
             id=p.get("id") if isinstance(p.get("id"), int) else None,
-            name=str(p.get("name", "?")),
+            name=str(p.get("name") or "").strip() or UNNAMED,
             memory_bytes=p.get("totalGlobalMem") if isinstance(p.get("totalGlobalMem"), int) else None,
             compute_capability=f"{major}.{minor}" if isinstance(major, int) and isinstance(minor, int) else None,
         ))

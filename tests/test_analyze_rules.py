@@ -347,7 +347,8 @@ def launched(name: str, lo: float, hi: float, corr: int) -> dict:
 
 
 def test_a_sync_names_the_line_of_the_users_code_it_sat_in(tmp_path):
-    events = [*step_events("ProfilerStep#1", 0, 1000), frame("/home/me/proj/denoise.py(41): log_loss", 100, 410),
+    events = [*step_events("ProfilerStep#1", 0, 1000), frame("/home/me/proj/run.py(9): <module>", 0, 1000),
+              frame("/home/me/proj/denoise.py(41): log_loss", 100, 410),  # entered during the capture: def line
               cpu_op("aten::mm", 80, 100), runtime("cudaLaunchKernel", 90, 92, 1), launched("k", 100, 150, 1),
               cpu_op("aten::item", 130, 400), runtime("cudaStreamSynchronize", 140, 390, 2),
               cpu_op("aten::add", 415, 425), runtime("cudaLaunchKernel", 420, 422, 3), launched("k", 430, 450, 3)]

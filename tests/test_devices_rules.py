@@ -25,7 +25,7 @@ def test_a_device_field_of_the_wrong_type_reads_as_unknown():
     props = [{"id": "0", "name": 7, "totalGlobalMem": 1.5e9, "computeMajor": 9, "computeMinor": "0"},
              {"computeMajor": "9", "computeMinor": 0}]
     assert devices(props) == [Device(id=None, name="7", memory_bytes=None, compute_capability=None),
-                              Device(id=None, name="?", memory_bytes=None, compute_capability=None)]
+                              Device(id=None, name="unnamed device", memory_bytes=None, compute_capability=None)]
 
 
 def test_device_properties_that_are_no_list_or_hold_no_objects_list_no_device():

@@ -156,7 +156,7 @@ def test_without_frames_on_a_side_there_is_no_compare_graph(which):
 def rank(t, gpu=True, folded=True):
     frames = SimpleNamespace(folded=folded, frames=[SimpleNamespace(
         gpu_us=100.0, gpu_self_us=10.0, cpu_us=1000.0, cpu_self_us=100.0, calls=3, location="model.py:10",
-        function="forward", frame="model.py(10): forward", top_op="aten::mm")])
+        function="forward", frame="model.py(10): forward", line="def", top_op="aten::mm")])
     return SimpleNamespace(tables=SimpleNamespace(frames=t), frames=frames, gpu=object() if gpu else None,
                            rank=1, worker="host 1")
 

@@ -361,11 +361,12 @@ def test_a_host_call_is_placed_on_the_innermost_users_frame_around_it_on_its_thr
     where = code_line(FrameIndex(c))
     assert where is not None
     host, other = c.threads[(CPU_PID, CPU_PID)], c.threads[(CPU_PID, OTHER_TID)]
-    assert where(host, 210, 290) == "main.py:1 main"  # through a built-in, a module and torch's _call_impl
+    # through a built-in, a module and torch's _call_impl
+    assert where(host, 210, 290) == "main.py:1 main (line running at start)"
     assert where(host, 660, 690) == "model.py:5 forward"
     assert where(host, 610, 620) == "model.py:5 forward"
-    assert where(host, 900, 950) == "main.py:1 main"
-    assert where(other, 10, 20) == "proj/worker.py:12 loop"
+    assert where(host, 900, 950) == "main.py:1 main (line running at start)"
+    assert where(other, 10, 20) == "proj/worker.py:12 loop (line running at start)"
     assert where(host, 50, 1100) == "" and where(host, 1200, 1300) == ""
 
 
@@ -377,7 +378,7 @@ def test_a_folded_pass_places_a_host_call_on_the_frames_it_kept(tmp_path):
     assert where is not None
     host = c.threads[(CPU_PID, CPU_PID)]
     assert (where(host, 210, 290), where(host, 120, 130), where(host, 20, 30)) == (
-        "model.py:5 forward", "main.py:1 main", "main.py:1 main")
+        "model.py:5 forward", "main.py:1 main (line running at start)", "main.py:1 main (line running at start)")
 
 
 # --- frames that overlap without nesting (a faulty tracer's, a replay's) -------------------------------------------

@@ -88,7 +88,7 @@ def test_a_frame_is_named_by_its_place_in_the_code_and_kind():
     attn = frames_change(rank(base_tree()), rank(new_tree())).frames[0]
     assert (attn.frame, attn.location, attn.function, attn.kind) == (ATTN, "model.py:30", "attn", USER)
     assert frame_name(attn) == "model.py:30 attn"
-    module = SimpleNamespace(location="", frame="nn.Module: Linear_0")
+    module = SimpleNamespace(location="", function="Linear_0", frame="nn.Module: Linear_0", line="")
     assert frame_name(module) == "nn.Module: Linear_0"
 
 

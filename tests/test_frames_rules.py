@@ -159,11 +159,13 @@ def test_frame_series_gives_inclusive_and_self_per_step_of_gpu_or_cpu_time():
 def test_the_summary_ranks_the_users_frames_by_self_then_inclusive_time_with_shares_and_top_ops():
     f = frame_summary(tree(), frame_events=40, folded=True, has_gpu=True, top=2)
     assert f.frames == [
-        FrameStat(frame="model.py(21): forward", kind=USER, location="model.py:21", function="forward", calls=4,
+        FrameStat(frame="model.py(21): forward", kind=USER, location="model.py:21", function="forward", line="def",
+                  calls=4,
                   gpu_us=1000.0, gpu_self_us=300.0, kernel_us=900.0, cpu_us=55.0, cpu_self_us=40.0,
                   alloc_bytes=3072.0, alloc_self_bytes=1024.0, gpu_pct=pytest.approx(100 * 1000 / 1400),
                   cpu_pct=pytest.approx(100 * 55 / 152), top_op="aten::linear"),
-        FrameStat(frame="model.py(40): helper", kind=USER, location="model.py:40", function="helper", calls=2,
+        FrameStat(frame="model.py(40): helper", kind=USER, location="model.py:40", function="helper", line="def",
+                  calls=2,
                   gpu_us=300.0, gpu_self_us=300.0, kernel_us=300.0, cpu_us=90.0, cpu_self_us=60.0, alloc_bytes=0.0,
                   alloc_self_bytes=0.0, gpu_pct=pytest.approx(100 * 300 / 1400), cpu_pct=pytest.approx(100 * 90 / 152),
                   top_op="aten::conv"),
@@ -316,3 +318,28 @@ def test_frames_equal_in_gpu_and_cpu_self_time_rank_by_inclusive_cpu_time():
 def test_collapsed_stacks_of_one_frame_go_by_op_name():
     t = ops_tree({(1, "b_op"): [1.0, 1.0, 0.0, 0.0], (1, "a_op"): [1.0, 5.0, 0.0, 0.0]})
     assert collapsed_stacks(t, "gpu") == ["A (a.py:1);a_op 1000", "A (a.py:1);b_op 1000"]
+
+
+def test_the_frames_on_the_stack_at_the_start_are_the_first_recorded_each_threads_stack_in_turn():
+    """As torch records them (tests/test_trace_summary_frames.py holds it on real captures): each thread's stack,
+    outermost first, 1-10 us apart, one thread after another; then the first frame entered, 70 us or more later on
+    the thread that started the profiler. A built-in is a call, never such a frame."""
+    from types import SimpleNamespace
+
+    from lightx2v.trace_summary.frames import DEF_LINE, RUNNING_LINE, line_kind, running_at_start
+
+    names = ["w.py(5): loop", "s.py(17): <module>", "s.py(15): main", "<built-in function perf_counter>",
+             "s.py(4): work"]
+    c = SimpleNamespace(fr_ts=[0.0, 40.0, 41.5, 43.0, 200.0, 201.0], fr_dur=[900.0, 800.0, 790.0, 1.0, 5.0, 5.0],
+                        fr_thread=[2, 1, 1, 1, 1, 1], fr_name=[0, 1, 2, 3, 4, 2], frame_kept=names)
+    running = running_at_start(c)  # thread 2's stack, then thread 1's (43 us later: a new thread), not work
+    assert running == {"w.py(5): loop", "s.py(17): <module>", "s.py(15): main"}
+    assert [line_kind(n, running) for n in names] == [RUNNING_LINE, RUNNING_LINE, RUNNING_LINE, "", DEF_LINE]
+    empty = SimpleNamespace(fr_ts=[], fr_dur=[], fr_thread=[], fr_name=[], frame_kept=[])
+    assert running_at_start(empty) == frozenset()
+    late = SimpleNamespace(fr_ts=[0.0, 25.0], fr_dur=[100.0, 10.0], fr_thread=[1, 1], fr_name=[1, 2],
+                           frame_kept=names)  # past STARTUP_GAP_US on its thread: entered
+    assert running_at_start(late) == {"s.py(17): <module>"}
+    beside = SimpleNamespace(fr_ts=[0.0, 5.0], fr_dur=[4.0, 10.0], fr_thread=[1, 1], fr_name=[1, 2],
+                             frame_kept=names)  # not inside the one before it: entered after it returned
+    assert running_at_start(beside) == {"s.py(17): <module>"}

@@ -42,7 +42,7 @@ def test_one_step_gives_its_time_gpu_busy_idle_warning_and_three_top_kernels(tmp
         "   10.8%     0.020 ms x1     kern10",
         "   10.2%     0.019 ms x1     kern09",
         NO_SHAPES,
-        "where in your code: app.py:3 main 0.186 ms/step self (100% of GPU time)",
+        "where in your code: app.py:3 main (line running at start) 0.186 ms/step self (100% of GPU time)",
         "summary: out.txt"]
 
 

@@ -13,8 +13,9 @@ FOLDED_HEAD = ("Where in your code (Python frames by self time, per step of 4; t
 
 def stat(frame: str, location: str, function: str, *, gpu: float = 0.0, gpu_self: float = 0.0, cpu: float = 0.0,
          cpu_self: float = 0.0, alloc: float = 0.0, gpu_pct: float | None = None, cpu_pct: float | None = None,
-         calls: int = 1, top_op: str = "") -> FrameStat:
-    return FrameStat(frame=frame, kind="user", location=location, function=function, calls=calls, gpu_us=gpu,
+         calls: int = 1, top_op: str = "", line: str = "def") -> FrameStat:
+    return FrameStat(frame=frame, kind="user", location=location, function=function, line=line, calls=calls,
+                     gpu_us=gpu,
                      gpu_self_us=gpu_self, kernel_us=gpu, cpu_us=cpu, cpu_self_us=cpu_self, alloc_bytes=alloc,
                      alloc_self_bytes=alloc, gpu_pct=gpu_pct, cpu_pct=cpu_pct, top_op=top_op)
 

@@ -255,7 +255,8 @@ def test_collapsed_stacks_read_back(walked_gpu, tmp_path, capsys):
     # values are integer nanoseconds per step: each line rounds by at most 0.5 ns
     assert abs(sum(v for s, v in stacks if "forward (gpu_anchor.py:21)" in s) - forward * 1000) <= len(stacks)
     assert abs(sum(v for _, v in stacks) - total * 1000) <= len(stacks)
-    assert all(s[0] == "<module> (gpu_anchor.py:86)" and s[-1].startswith("aten::") for s, _ in stacks)
+    assert all(s[0] == "<module> (gpu_anchor.py:86, line running at start)" and s[-1].startswith("aten::")
+               for s, _ in stacks)
     linear = sum(d for d, names in walked_gpu if any("Linear_" in n for n in names))
     assert abs(sum(v for s, v in stacks if s[-2].startswith("nn.Module: Linear_")) - linear * 1000) <= len(stacks)
     # a trace without frames is a data error, named
@@ -300,7 +301,7 @@ def test_the_diff_names_the_changed_function_first(tmp_path, capsys):
     table = text.split("Where in your code: frames whose", 1)[1].splitlines()
     assert table[2].endswith("  two_functions.py:29 mlp") and " real  " in table[2]
     doc = diff_to_json(d)
-    assert doc["schema"] == "lightx2v.trace_summary.diff/5"
+    assert doc["schema"] == "lightx2v.trace_summary.diff/6"
     assert doc["ranks"][0]["frames"]["frames"][0]["frame"] == "two_functions.py(29): mlp"
 
 
@@ -381,3 +382,46 @@ def test_the_diff_of_two_such_captures_names_no_fake_change_of_the_caller(tmp_pa
     assert ch is not None
     moved = {c.function: c.inclusive_per_step_us for c in ch.frames}
     assert "<module>" not in moved or abs(moved["<module>"].delta) < 1.0, moved
+
+
+def _source_line(frame: str) -> str:
+    """The source line a frame name points at, where the file is ours or torch's (else "")."""
+    m = re.match(r"(.*)\((\d+)\): ", frame)
+    if m is None:
+        return ""
+    path = Path(m.group(1))
+    if not path.is_absolute():
+        import torch
+
+        for root in (REPO / "tests" / "programs", Path(torch.__file__).parent.parent):
+            if (root / path).is_file():
+                path = root / path
+                break
+    if not path.is_file():
+        return ""
+    return path.read_text(encoding="utf-8").splitlines()[int(m.group(2)) - 1]
+
+
+@pytest.mark.slow
+def test_each_frames_line_is_the_kind_it_is_labelled(cpu_capture, capsys):
+    """On a real capture of the two-function script: a frame labelled as running at the start points at a line
+    that calls (its source holds a call, not a ``def``): main's ``profile.run(...)``, ``<module>``'s ``main()``;
+    every other frame of our script points at its ``def`` line. The table and the tree say which is which."""
+    (rank,) = summarize_paths([str(cpu_capture)])[0].ranks
+    tree = rank.tables.frames
+    assert {n.split(": ", 1)[1] for n in tree.running if "two_functions.py" in n} == {"<module>", "main"}
+    for name in tree.names[1:]:
+        source = _source_line(name)
+        if "two_functions.py" not in name or not source:
+            continue
+        if name in tree.running:
+            assert "(" in source and not source.lstrip().startswith("def "), (name, source)
+        else:
+            assert source.lstrip().startswith("def "), (name, source)
+    lines = {f.function: f.line for f in rank.frames.frames}
+    assert lines["main"] == "running" and lines["denoise_step"] == lines["mlp"] == "def"
+    assert main([str(cpu_capture), "--frames"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"two_functions\.py:\d+ main \(line running at start\)", out)
+    assert re.search(r"two_functions\.py:29 mlp(?! \()", out)
+    assert re.search(r"main \(two_functions\.py:\d+, line running at start\)", out)

@@ -32,6 +32,8 @@ from helpers.small_trace import LIBRARY_FRAME, USER_FRAME, small_trace, tqdm_wit
 TRUNCATED = "truncated trace: the JSON ends early (the file was cut off while being written?)"
 NOT_JSON = "not a .json or .json.gz file"
 
+MAIN = "main (app.py:3, line running at start)"  # small_trace's user frame: the first recorded, on the stack
+
 
 @pytest.fixture(autouse=True)
 def no_tqdm_threads(monkeypatch):
@@ -105,7 +107,7 @@ def test_help_lists_every_option_with_what_it_does(capsys, monkeypatch):
             "the worker before its extension",
             "--collapsed-value {auto,gpu,cpu,memory} the value of --collapsed lines: gpu or cpu (nanoseconds per "
             "step), memory (bytes allocated per step); auto (default): gpu when the trace has GPU work, else cpu",
-            "--json print JSON (schema lightx2v.trace_summary/7, with --diff lightx2v.trace_summary.diff/5; see "
+            "--json print JSON (schema lightx2v.trace_summary/7, with --diff lightx2v.trace_summary.diff/6; see "
             "docs/trace_summary.md) instead of text",
             "PATH: a trace file (.json or .json.gz, TensorBoard or chrome format), a run directory (one file per "
             "rank), or a TensorBoard logdir (its newest run). Files given together from one directory are treated "
@@ -156,7 +158,7 @@ def test_frames_adds_the_frame_tree(tmp_path, capsys):
     status, out, _ = run(capsys, trace(tmp_path, ops=2), "--frames")
     assert status == 0
     assert ("Frame tree (GPU ms (inclusive, self), CPU ms per step; the top-level ops under each frame last; below "
-            "0.05% left out)\n     0.021    0.021    0.041  main (app.py:3)\n") in out
+            "0.05% left out)\n     0.021    0.021    0.041  main (app.py:3, line running at start)\n") in out
 
 
 def test_all_frames_keeps_the_library_frames(tmp_path, capsys):
@@ -268,7 +270,7 @@ def test_collapsed_writes_the_frames_stacks_in_nanoseconds_per_step(tmp_path, ca
     out_file = tmp_path / "stacks.txt"
     status, out, err = run(capsys, trace(tmp_path, ops=2), "--collapsed", str(out_file))
     assert status == 0 and out.startswith("Trace summary: ")
-    assert out_file.read_text() == "main (app.py:3);aten::op00 10000\nmain (app.py:3);aten::op01 11000\n"
+    assert out_file.read_text() == f"{MAIN};aten::op00 10000\n{MAIN};aten::op01 11000\n"
     assert err == f"trace_summary: wrote {out_file} (gpu collapsed stacks of rank0_a)\n"
 
 
@@ -277,10 +279,10 @@ def test_collapsed_values_are_cpu_time_without_gpu_work_or_when_asked(tmp_path, 
     cpu_only = trace(tmp_path, "rank0_cpu.pt.trace.json", ops=2, gpu=False)
     status, _, err = run(capsys, cpu_only, "--collapsed", str(out_file))
     assert status == 0 and err == f"trace_summary: wrote {out_file} (cpu collapsed stacks of rank0_cpu)\n"
-    assert out_file.read_text() == "main (app.py:3);aten::op00 20000\nmain (app.py:3);aten::op01 21000\n"
+    assert out_file.read_text() == f"{MAIN};aten::op00 20000\n{MAIN};aten::op01 21000\n"
     status, _, err = run(capsys, trace(tmp_path, ops=2), "--collapsed", str(out_file), "--collapsed-value", "cpu")
     assert status == 0 and err == f"trace_summary: wrote {out_file} (cpu collapsed stacks of rank0_a)\n"
-    assert out_file.read_text() == "main (app.py:3);aten::op00 20000\nmain (app.py:3);aten::op01 21000\n"
+    assert out_file.read_text() == f"{MAIN};aten::op00 20000\n{MAIN};aten::op01 21000\n"
 
 
 def test_collapsed_of_several_traces_writes_one_file_each_named_by_worker(tmp_path, capsys):
@@ -292,7 +294,7 @@ def test_collapsed_of_several_traces_writes_one_file_each_named_by_worker(tmp_pa
     assert err == (f"trace_summary: wrote {tmp_path / 'stacks.rank0_a.txt'} (gpu collapsed stacks of rank0_a)\n"
                    f"trace_summary: wrote {tmp_path / 'stacks.rank1_a.txt'} (gpu collapsed stacks of rank1_a)\n")
     for worker in ("rank0_a", "rank1_a"):
-        assert (tmp_path / f"stacks.{worker}.txt").read_text() == "main (app.py:3);aten::op00 10000\n"
+        assert (tmp_path / f"stacks.{worker}.txt").read_text() == f"{MAIN};aten::op00 10000\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "stacks.rank0_a.txt", "stacks.rank1_a.txt"]
 
 
@@ -318,7 +320,7 @@ def test_collapsed_goes_on_past_a_trace_without_frames_or_a_file_it_cannot_write
         f"trace_summary: error: {run_dir / 'rank0_a.pt.trace.json'}: --collapsed: no Python frames in this trace "
         "(capture with with_stack=True)",
         f"trace_summary: error: {tmp_path / 'stacks.rank1_a.txt'}: --collapsed: cannot write: Is a directory"]
-    assert (tmp_path / "stacks.rank2_a.txt").read_text() == "main (app.py:3);aten::op00 10000\n"
+    assert (tmp_path / "stacks.rank2_a.txt").read_text() == f"{MAIN};aten::op00 10000\n"
 
 
 def test_collapsed_errors_come_after_the_paths_that_could_not_be_read(tmp_path, capsys):
@@ -364,7 +366,7 @@ def test_diff_json_gives_its_schema_and_the_peak_and_frames_asked_for(tmp_path, 
     base, new = two_sides(tmp_path)
     status, out, _ = run(capsys, "--diff", base, new, "--json")
     doc = json_of(out)
-    assert status == 0 and doc["schema"] == "lightx2v.trace_summary.diff/5" and out.endswith("}\n")
+    assert status == 0 and doc["schema"] == "lightx2v.trace_summary.diff/6" and out.endswith("}\n")
     assert out.startswith('{\n  "schema"')  # indented by two
     (rank,) = doc["ranks"]
     assert rank["efficiency"]["base_mfu_pct"] is None

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lightx2v.trace_summary.frames import inclusive, label
+from lightx2v.trace_summary.frames import inclusive, label, shown
 from lightx2v.trace_summary.model import FrameTree, RankSummary
 
 from .html_page import escape, ms, name_cell, num_cell, table
@@ -87,7 +87,7 @@ def layout(tree: FrameTree, column: int, min_px: float = MIN_BOX_PX) -> tuple[li
                 continue
             if what == "frame":
                 assert isinstance(ref, int)
-                name = label(tree.names[ref])
+                name = label(tree.names[ref], tree.running)
                 boxes.append(Box(x, depth, width, name, tree.kinds[ref], value, (*path, name)))
                 place(ref, x, depth + 1, (*path, name))
             else:
@@ -158,7 +158,7 @@ def _top_table(r: RankSummary) -> str:
     assert f is not None
     rows = (f"<tr>{num_cell(ms(x.gpu_us))}{num_cell(ms(x.gpu_self_us))}{num_cell(ms(x.cpu_us))}"
             f"{num_cell(ms(x.cpu_self_us))}{num_cell(x.calls)}"
-            f"{name_cell(x.location + ' ' + x.function if x.location else x.frame)}{name_cell(x.top_op)}</tr>"
+            f"{name_cell(shown(x.location, x.function, x.frame, x.line))}{name_cell(x.top_op)}</tr>"
             for x in f.frames)
     return table(("GPU ms", "GPU self", "CPU ms", "CPU self", "calls", "frame", "top op"), rows, "frames")
 

@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the value of --collapsed lines: gpu or cpu (nanoseconds per step), memory (bytes "
                              "allocated per step); auto (default): gpu when the trace has GPU work, else cpu")
     parser.add_argument("--json", action="store_true",
-                        help="print JSON (schema lightx2v.trace_summary/7, with --diff lightx2v.trace_summary.diff/5; "
+                        help="print JSON (schema lightx2v.trace_summary/7, with --diff lightx2v.trace_summary.diff/6; "
                              "see docs/trace_summary.md) instead of text")
     return parser
 

@@ -53,8 +53,9 @@ from .noise import NOISE, REAL, UNTESTED, Noise, judge
 from .ranks import mean_busy
 from .ratios import percent
 
-DIFF_SCHEMA = "lightx2v.trace_summary.diff/5"  # 2: RankDiff.efficiency; 3: RankDiff.frames; 4: CPU self time
-# without runtime calls, CpuOpChange.self_with_runtime_per_step_us, SideInfo.spans; 5: RunDiff.communication
+DIFF_SCHEMA = "lightx2v.trace_summary.diff/6"  # 2: RankDiff.efficiency; 3: RankDiff.frames; 4: CPU self time
+# without runtime calls, CpuOpChange.self_with_runtime_per_step_us, SideInfo.spans; 5: RunDiff.communication;
+# 6: FrameChange.line
 
 CHANGED_PCT = 0.5  # a per-step wall-time change smaller than this reads as "about the same" (one step a side)
 INCONCLUSIVE_PCT = 5.0  # steps spread this much (± % of the median) or more: a change within it is "inconclusive"

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 
 from .collect import Collected
-from .enclosing import NONE, Enclosing, same_end_us
+from .enclosing import NONE, SAME_END_US, Enclosing, same_end_us
 from .launch import LaunchChain
 from .memory import MemoryEvents
 from .model import Frames, FrameStat, FrameTree, ModuleStat
@@ -99,10 +99,63 @@ def location(name: str) -> tuple[str, str]:
     return f"{'/'.join(parts[-2:])}:{m.group(2)}", m.group(3)
 
 
-def label(name: str) -> str:
-    """A frame as the collapsed stacks and the flame graph name it: "forward (gpu_anchor.py:21)"."""
+DEF_LINE, RUNNING_LINE = "def", "running"
+RUNNING_MARK = "line running at start"  # how a text says that a frame's line is the one it was running
+STARTUP_GAP_US = 20.0  # the frames of one thread's stack at the start are recorded back to back (1-10 us apart;
+# the first frame entered on the thread that started the profiler comes 70 us and more later in every capture we have)
+
+
+def running_at_start(c: Collected) -> frozenset[str]:
+    """The frame names recorded on the stack when the capture began. torch's Python tracer names each frame
+    "file(line): function" with the frame's current line when it records it: for a frame it sees entered, that is
+    the function's def line; for the frames already on the stack at the start, the line each was running: its call
+    of the frame below (the innermost: the line that started the profiler). It records those first, before it
+    sees anything entered: every thread's stack in turn, outermost first. So they are the trace's first frames, in
+    time order, while each is the next of its thread's stack (inside the one before it, less than STARTUP_GAP_US
+    later) or the outermost frame of a thread not seen yet."""
+    if not len(c.fr_ts):
+        return frozenset()
+    ts, dur, thread = c.fr_ts, c.fr_dur, c.fr_thread
+    order = sorted(range(len(ts)), key=lambda i: (ts[i], -dur[i]))
+    names = c.frame_kept
+    seen: set[int] = set()
+    running: set[str] = set()
+    before = -1
+    for i in order:
+        new_thread = thread[i] not in seen
+        next_of_stack = before >= 0 and thread[i] == thread[before] and ts[i] - ts[before] < STARTUP_GAP_US and \
+            ts[i] + dur[i] <= ts[before] + dur[before] + SAME_END_US
+        if not (new_thread or next_of_stack):
+            break
+        seen.add(thread[i])
+        running.add(names[c.fr_name[i]])
+        before = i
+    return frozenset(n for n in running if _FRAME_RE.match(n))  # a built-in is a call, never a frame at the start
+
+
+def line_kind(name: str, running: frozenset[str]) -> str:
+    """RUNNING_LINE, DEF_LINE, or "" for a frame without a line (a module, a built-in)."""
+    if not location(name)[0]:
+        return ""
+    return RUNNING_LINE if name in running else DEF_LINE
+
+
+def shown(where: str, function: str, frame: str, line: str) -> str:
+    """A frame as the tables name it: ``two_functions.py:29 mlp``; ``myscript.py:16 main (line running at start)``
+    where the line is the one it was running; a module's or built-in's own name."""
+    if not where:
+        return frame
+    return f"{where} {function}" + (f" ({RUNNING_MARK})" if line == RUNNING_LINE else "")
+
+
+def label(name: str, running: frozenset[str] = frozenset()) -> str:
+    """A frame as the tree, the collapsed stacks and the flame graph name it: "forward (gpu_anchor.py:21)";
+    "main (myscript.py:16, line running at start)" for a frame that was on the stack when the capture began."""
     where, function = location(name)
-    text = f"{function} ({where})" if where else (name if name.startswith(MODULE_PREFIX) else function)
+    if where:
+        text = f"{function} ({where}{', ' + RUNNING_MARK if name in running else ''})"
+    else:
+        text = name if name.startswith(MODULE_PREFIX) else function
     return text.replace(";", ",")
 
 
@@ -207,7 +260,7 @@ def frame_tree(c: Collected, chain: LaunchChain, steps: Steps, tree: OpTree, mem
     for (node, n), us in cpu.items():
         b.cpu(node, op_names[n], us)
     device = _allocations(c, mem, b, frames, node_of, chain.ops, top_op, starts, ends) if mem is not None else ""
-    return b.tree(device)
+    return b.tree(device, running_at_start(c))
 
 
 def code_line(index: FrameIndex) -> Callable[[int, float, float], str] | None:
@@ -219,6 +272,7 @@ def code_line(index: FrameIndex) -> Callable[[int, float, float], str] | None:
     if not len(c.fr_ts):
         return None
     names, fr_name = c.frame_kept, c.fr_name
+    running = running_at_start(c)
 
     def where(thread: int, lo: float, hi: float) -> str:
         parent = index.parent
@@ -227,8 +281,9 @@ def code_line(index: FrameIndex) -> Callable[[int, float, float], str] | None:
             f = parent[f]
         if f == NONE:
             return ""
-        at, function = location(names[fr_name[f]])
-        return f"{at} {function}"
+        name = names[fr_name[f]]
+        at, function = location(name)
+        return shown(at, function, name, line_kind(name, running))
 
     return where
 
@@ -366,14 +421,14 @@ class _Builder:
         self.values[node][3] += nbytes
         self._op(node, op)[3] += nbytes
 
-    def tree(self, memory_device: str) -> FrameTree:
+    def tree(self, memory_device: str, running: frozenset[str] = frozenset()) -> FrameTree:
         s = self.steps
         cols = [[v[k] / s for v in self.values] for k in range(4)]
         return FrameTree(names=self.names, kinds=self.kinds, parent=self.parent, calls=self.calls,
                          gpu_us=cols[0], kernel_us=cols[1], cpu_us=cols[2], alloc_bytes=cols[3],
                          ops={key: [x / s for x in row] for key, row in self.ops.items()},
                          step_gpu_us=self.step_gpu, step_cpu_us=self.step_cpu, steps=self.steps,
-                         memory_device=memory_device)
+                         memory_device=memory_device, running=running & frozenset(self.names))
 
 
 def inclusive(tree: FrameTree, values: Sequence[float]) -> list[float]:
@@ -485,7 +540,8 @@ def frame_summary(tree: FrameTree, frame_events: int, folded: bool, has_gpu: boo
         r = rows[name]
         where, function = location(name)
         frames.append(FrameStat(
-            frame=name, kind=kinds[name], location=where, function=function, calls=int(r["calls"]),
+            frame=name, kind=kinds[name], location=where, function=function,
+            line=line_kind(name, tree.running), calls=int(r["calls"]),
             gpu_us=r["gpu"], gpu_self_us=r["gpu_self"], kernel_us=r["kernel"], cpu_us=r["cpu"],
             cpu_self_us=r["cpu_self"], alloc_bytes=r["alloc"], alloc_self_bytes=r["alloc_self"],
             gpu_pct=percent(r["gpu"], gpu_total) if has_gpu else None, cpu_pct=percent(r["cpu"], cpu_total),
@@ -524,7 +580,8 @@ def collapsed_stacks(tree: FrameTree, value: str) -> list[str]:
     def stack(node: int) -> str:
         s = stacks.get(node)
         if s is None:
-            s = stacks[node] = ";".join(label(tree.names[a]) for a in reversed(_ancestry(tree, node))) or NO_FRAME
+            s = stacks[node] = ";".join(label(tree.names[a], tree.running)
+                                        for a in reversed(_ancestry(tree, node))) or NO_FRAME
         return s
 
     out = []

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .frames import LIBRARY, frame_series, location, per_frame
+from .frames import LIBRARY, frame_series, line_kind, location, per_frame, shown
 from .model import FrameTree, RankSummary
 from .noise import REAL, UNTESTED, Noise, judge
 from .ratios import percent
@@ -39,6 +39,7 @@ class FrameChange:
     frame: str
     location: str  # "two_functions.py:29" ("" for an nn.Module frame)
     function: str
+    line: str  # "def", "running" (the line it was running when a capture began: ``frames.line_kind``) or ""
     kind: str  # "user", "module" (or, --all-frames, "library")
     status: str  # "added", "removed", "changed" or "same" (as the rest of the diff)
     inclusive_per_step_us: FrameDelta
@@ -68,6 +69,7 @@ def frames_change(base: RankSummary, new: RankSummary) -> FramesChange | None:
     rows_b, rows_n = per_frame(tb), per_frame(tn)
     series_b, series_n = frame_series(tb, gpu), frame_series(tn, gpu)
     kinds = {**_kinds(tb), **_kinds(tn)}
+    running = tb.running | tn.running  # a frame's name holds its line: running on one side, running on both
     out = []
     for name in dict.fromkeys([*rows_b, *rows_n]):
         if kinds[name] == LIBRARY and (base.frames is None or base.frames.folded):
@@ -80,8 +82,9 @@ def frames_change(base: RankSummary, new: RankSummary) -> FramesChange | None:
         where, function = location(name)
         status = "added" if rb is None else "removed" if rn is None else \
             "same" if abs(own.delta or 0.0) < 0.5 and abs(incl.delta or 0.0) < 0.5 else "changed"
-        out.append(FrameChange(frame=name, location=where, function=function, kind=kinds[name], status=status,
-                               inclusive_per_step_us=incl, self_per_step_us=own, noise=judge(vb, vn)))
+        out.append(FrameChange(frame=name, location=where, function=function, line=line_kind(name, running),
+                               kind=kinds[name], status=status, inclusive_per_step_us=incl, self_per_step_us=own,
+                               noise=judge(vb, vn)))
     out.sort(key=lambda c: (c.noise.verdict != REAL, -abs(c.self_per_step_us.delta or 0.0), c.frame))
     change = FramesChange(value="gpu" if gpu else "cpu", frames=out)
     change.line = _line(change)
@@ -98,7 +101,7 @@ def _delta(base: float, new: float) -> FrameDelta:
 
 def frame_name(c: FrameChange) -> str:
     """``two_functions.py:29 mlp``, or the module frame's own name."""
-    return f"{c.location} {c.function}" if c.location else c.frame
+    return shown(c.location, c.function, c.frame, c.line)
 
 
 def _line(ch: FramesChange) -> str:

@@ -12,7 +12,8 @@ from typing import Any, Optional
 
 # 2: RankSummary.efficiency; 3: RankSummary.frames; 4: SyncWait.line; 5: CpuOpStat.self_us without the op's
 # runtime calls (TensorBoard's) and self_with_runtime_us, RankSummary.trace_start_us, RunSummary.spans;
-# 6: RankSummary.communication, RunSummary.communication, Straggler.waits_caused_us; 7: RankSummary.gpu_clock
+# 6: RankSummary.communication, RunSummary.communication, Straggler.waits_caused_us; 7: RankSummary.gpu_clock,
+# FrameStat.line
 SCHEMA = "lightx2v.trace_summary/7"
 
 
@@ -226,6 +227,8 @@ class FrameTree:
     step_cpu_us: dict[int, list[float]]  # node -> its self CPU op time in each step
     steps: int
     memory_device: str  # "cuda" (any CUDA allocations) or "cpu"; "" without allocations
+    running: frozenset[str] = frozenset()  # names recorded on the stack when the capture began (their line is the
+    # one they were running: ``frames.running_at_start``), not entered during it (their line is the def line)
 
 
 @dataclass
@@ -455,6 +458,8 @@ class FrameStat:
     kind: str  # "user", "module" or (``--frames-all``) "library"
     location: str  # "gpu_anchor.py:21" (the file cut to its last two parts; "" for a module)
     function: str  # "forward", or the module's name "Linear_0"
+    line: str  # what ``location``'s line is: "def" (the function's def line: entered during the capture),
+    # "running" (on the stack when the capture began: the line it was running, its call of the frame below), ""
     calls: int  # its frame events in the trace
     gpu_us: float  # inclusive: GPU work launched inside it (kernels, memcpy, memset)
     gpu_self_us: float  # launched with it as the innermost kept frame

@@ -3,7 +3,7 @@ log's line. Per step; the frame is the last column and never cut."""
 
 from __future__ import annotations
 
-from .frames import inclusive, label
+from .frames import inclusive, label, shown
 from .model import Frames, FrameStat, FrameTree, ModuleStat
 
 TREE_MIN_SHARE = 0.0005  # --frames leaves out frames and ops below 0.05% of the step's total (and says how many)
@@ -55,7 +55,7 @@ def frames_lines(f: Frames | None) -> list[str]:
 
 def _frame_row(r: FrameStat, gpu: bool, mem: bool) -> str:
     alloc = f" {_mib(r.alloc_bytes):>9}" if mem else ""
-    name = f"{r.location} {r.function}" if r.location else r.frame
+    name = shown(r.location, r.function, r.frame, r.line)
     top = f"  ({r.top_op})" if r.top_op else ""
     if gpu:
         return (f"  {_ms(r.gpu_us):>8} {_ms(r.gpu_self_us):>8} {_pct(r.gpu_pct):>6} {_ms(r.cpu_us):>8}{alloc} "
@@ -113,7 +113,7 @@ def tree_lines(tree: FrameTree | None, gpu: bool) -> list[str]:
             mine = ops.get(child, [])
             only = f"  <- {mine[0][0]}" if not children.get(child) and len(mine) == 1 and mine[0][0] else ""
             lines.append(f"  {_ms(total[child]):>8} {_ms(own[child]):>8}{cpu(child)}  {indent}"
-                         f"{label(tree.names[child])}{only}")
+                         f"{label(tree.names[child], tree.running)}{only}")
             walk(child, depth + 1)
 
     if own[0]:
@@ -132,5 +132,5 @@ def log_line(f: Frames | None) -> str:
     top = max(f.frames, key=key)
     total = f.gpu_us if f.gpu else f.cpu_us
     share = f" ({100 * key(top) / total:.0f}% of {'GPU' if f.gpu else 'CPU op'} time)" if total else ""
-    name = f"{top.location} {top.function}" if top.location else top.frame
+    name = shown(top.location, top.function, top.frame, top.line)
     return f"where in your code: {name} {_ms(key(top))} ms/step self{share}"

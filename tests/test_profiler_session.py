@@ -179,8 +179,7 @@ def test_two_threads_past_the_steady_path_at_once_make_one_capture(tmp_path):
     script = textwrap.dedent("""
         import json, threading, torch
         from lightx2v.utils import torch_trace_profiler as dropin
-        from lightx2v.utils import torch_trace_profiler as dropin
-from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchTraceProfiler
+        from lightx2v.utils.torch_trace_profiler import TorchTraceProfileContext, TorchTraceProfiler
 
         both_there = threading.Barrier(2, timeout=60)
 

@@ -185,7 +185,7 @@ def test_half_written_file_is_read_again(servers, tmp_path_factory):
     growing.write_bytes(complete[: len(complete) // 2])  # a writer that is not atomic, caught half-way
     # wait until a rescan has read the half file and failed on it (the plugin's parser logs it), then finish it:
     # the failed file must not be given up on
-    failed = "Failed to parse profile data for Run partial on rank1_test"
+    failed = "run partial, worker rank1_test: cannot be parsed"  # the plugin logs it (fix parse_errors: one line)
     wait_until(lambda: failed in servers["server"].output(), 60, what="the half file to be read and fail")
     assert workers(port, "partial") == ["rank0_test"]
     with open(growing, "ab") as f:

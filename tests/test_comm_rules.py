@@ -13,7 +13,7 @@ from lightx2v.trace_summary.bandwidth import bus_factor, could_win, link_for, me
 from lightx2v.trace_summary.comm import is_comm_kernel, is_comm_name, kind_of
 from lightx2v.trace_summary.render import render_run
 
-from helpers.comm_trace import STEPS, Coll, Rank, late_in_step_2, summarize, write_run
+from helpers.comm_trace import CPU_PID, STEPS, T0, Coll, Rank, late_in_step_2, summarize, write_run
 
 
 @pytest.mark.parametrize("name, kind", [
@@ -343,3 +343,22 @@ def test_nccl_calls_whose_kernels_the_capture_lacks_are_not_timed():
     assert {c.kind for c in calls} == {"all_reduce", "broadcast"} and not any(c.timed for c in calls)
     assert r.communication is None
 
+
+
+def test_what_the_late_rank_did_is_named_by_the_line_holding_most_of_that_ops_time(tmp_path):
+    """Rank 1 ran 60 short aten::mm in ``straggle`` (4.8 ms) and one long one in ``project`` (1.5 ms) before its
+    late all-reduce: aten::mm it was, at straggle's line. The longest single call named project's (seen failing
+    on a real 2-rank job under load, where project's matmuls are the longest and straggle's the most)."""
+    ranks = late_in_step_2()
+    ranks[1].compute = [(10_500 + 100 * k, 10_580 + 100 * k) for k in range(60)] + [(17_000, 18_500)]
+    folder = write_run(tmp_path, ranks, schema="gloo")
+    path = folder / "rank1_host.pt.trace.json"
+    doc = json.loads(path.read_text())
+    for name, lo, hi in (("/job/late.py(90): <module>", 0, 30_000), ("/job/late.py(40): straggle", 10_400, 16_600),
+                         ("/job/late.py(55): project", 16_900, 18_600)):
+        doc["traceEvents"].append({"ph": "X", "cat": "python_function", "name": name, "pid": CPU_PID,
+                                   "tid": CPU_PID, "ts": T0 + lo, "dur": hi - lo, "args": {}})
+    path.write_text(json.dumps(doc))
+    step = summarize(folder).communication.steps[1]
+    assert (step.late_rank, step.doing, step.doing_us) == (1, "aten::mm", pytest.approx(60 * 80 + 1_500))
+    assert step.doing_line == "job/late.py:40 straggle"

@@ -310,14 +310,15 @@ def _around(c: Collected, tree: OpTree, labels: Enclosing | None, call: _Call, l
 def _before(c: Collected, chain: LaunchChain, tree: OpTree, call: _Call, since: float, record: CollectiveCall,
             op_names: list[str], where: Callable[[int, float, float], str] | None) -> None:
     """What the rank did on the calling thread between its previous collective (or its step's start) and this
-    call: the top-level op with the most time there, and the user's line around it."""
+    call: the top-level op with the most time there, and the user's line around most of that op's time there (an
+    op such as ``aten::matmul`` runs in many places: its longest single call may be elsewhere)."""
     found = chain.ops.threads.get(call.thread)
     if found is None or not since < call.lo:
         return
     starts, idx, parent = found
     root = tree.root
     time_of: Counter[int] = Counter()  # op name id -> time inside the window
-    longest: dict[int, int] = {}
+    spans: dict[int, list[tuple[int, float]]] = {}  # op name id -> (op, its time inside the window)
     pos = max(bisect_right(starts, since) - 1, 0)
     end = bisect_right(starts, call.lo)
     for p in range(pos, end):
@@ -328,15 +329,17 @@ def _before(c: Collected, chain: LaunchChain, tree: OpTree, call: _Call, since: 
         if hi > lo:
             n = c.op_name[i]
             time_of[n] += hi - lo
-            if n not in longest or c.op_dur[i] > c.op_dur[longest[n]]:
-                longest[n] = i
+            spans.setdefault(n, []).append((i, hi - lo))
     if not time_of:
         return
     n, us = time_of.most_common(1)[0]
     record.before_op, record.before_us = op_names[n], us
     if where is not None:
-        i = longest[n]
-        record.before_line = where(call.thread, c.op_ts[i], c.op_ts[i] + c.op_dur[i])
+        at: dict[str, float] = {}
+        for i, inside in spans[n]:
+            line = where(call.thread, c.op_ts[i], c.op_ts[i] + c.op_dur[i])
+            at[line] = at.get(line, 0.0) + inside
+        record.before_line = max(at, key=lambda line: (at[line], line))
 
 
 class _LabelStarts:

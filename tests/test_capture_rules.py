@@ -143,15 +143,20 @@ def test_the_job_wait_goes_on_while_only_the_first_rank_captured(tmp_path):
                                  "/tb/run_2; rank 1: arm 1: armed for call 44 of 'step', at call 40)")
 
 
+def wait_while_rank_1_captures(tmp_path, job: jobs.Job, after: float) -> dict:
+    """The job's wait for arm 1, while rank 1's status file says it captured ``after`` seconds from now."""
+    later = threading.Timer(after, write_rank, (tmp_path, 1, arm(1, "captured"), 2))
+    later.start()
+    try:
+        return jobs.wait_for_job_capture(job, {"job_arm": 1, "captures_before": {0: 1, 1: 1}}, timeout=20)
+    finally:
+        later.cancel()
+
+
 def test_the_job_wait_returns_once_every_rank_captured(tmp_path):
     paths = [write_rank(tmp_path, 0, arm(1, "captured"), 2), write_rank(tmp_path, 1, arm(1, "armed"), 1)]
     job = jobs.Job("j", [control.read_process(p) for p in paths])
-    later = threading.Timer(0.4, write_rank, (tmp_path, 1, arm(1, "captured"), 2))
-    later.start()
-    try:
-        done = jobs.wait_for_job_capture(job, {"job_arm": 1, "captures_before": {0: 1, 1: 1}}, timeout=20)
-    finally:
-        later.cancel()
+    done = wait_while_rank_1_captures(tmp_path, job, after=0.4)
     assert done == {"call": 44, "run_dirs": ["/tb/run_2"],
                     "ranks": {0: {"run_dir": "/tb/run_2", "finished_at": NOW},
                               1: {"run_dir": "/tb/run_2", "finished_at": NOW}}}
@@ -167,12 +172,7 @@ def test_the_job_wait_waits_for_a_rank_whose_status_cannot_be_read_this_poll(tmp
         Path(paths[1]).unlink()
     else:
         Path(paths[1]).write_text('{"pid": 101, "ra')
-    later = threading.Timer(0.8, write_rank, (tmp_path, 1, arm(1, "captured"), 2))
-    later.start()
-    try:
-        done = jobs.wait_for_job_capture(job, {"job_arm": 1, "captures_before": {0: 1, 1: 1}}, timeout=20)
-    finally:
-        later.cancel()
+    done = wait_while_rank_1_captures(tmp_path, job, after=0.8)
     assert sorted(done["ranks"]) == [0, 1]
 
 

@@ -56,10 +56,6 @@ def _value_of(args: Sequence[str], flag: str) -> str | None:
     return found
 
 
-def _logdir_of(args: Sequence[str]) -> str | None:
-    return _value_of(args, "--logdir")
-
-
 def listen_problem(args: Sequence[str]) -> str | None:
     """Why TensorBoard could not listen where ``args`` ask, in one line, before it loads every run for seconds
     and then fails with a traceback per worker; None when it can (or the port is not a number: its own error)."""
@@ -123,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{__doc__.strip()}\n\n{settings.help_text(settings.TENSORBOARD)}\n\n"
               f"Ours: {hostcheck.FLAG} NAME (repeatable): one more Host name to answer to.\n\n"
               "TensorBoard's own flags:\n", flush=True)
-    logdir = _logdir_of(args)
+    logdir = _value_of(args, "--logdir")
     if logdir and not asking_only and "://" not in logdir:
         try:
             os.makedirs(logdir, exist_ok=True)

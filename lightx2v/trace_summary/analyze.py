@@ -160,7 +160,7 @@ def summarize_collected(c: Collected, path: str, stream: TraceStream, top: int,
     meta = stream.metadata
     chain = launch_chain(c)
     clock = gpu_clock(c, chain)
-    gpu = gpu_work(c, clock.on_gpu())
+    gpu = gpu_work(c, clock.on_gpu)
     has_gpu = gpu.totals is not None
     tree = op_tree(c, chain.ops, chain.call_op)
     frame_index = FrameIndex(c)  # built once, if a sync or the frame tree needs it

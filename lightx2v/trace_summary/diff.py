@@ -240,7 +240,7 @@ def compare_ranks(base: RankSummary, new: RankSummary) -> RankDiff:
         base_worker=base.worker, new_worker=new.worker, base_file=base.file, new_file=new.file,
         base_steps=len(base.steps), new_steps=len(new.steps),
         step_wall_us=step,
-        gpu_busy_us=_delta(_busy(base), _busy(new)),
+        gpu_busy_us=_delta(mean_busy(base), mean_busy(new)),
         gpu_idle_us=_delta(_idle(base), _idle(new)),
         kernel_calls_per_step=_delta(base.gpu.kernel_count / nb if base.gpu else None,
                                      new.gpu.kernel_count / nn if new.gpu else None),
@@ -303,10 +303,6 @@ def _steps(r: RankSummary) -> int:
 def _mean(values: Any) -> float:
     values = list(values)
     return sum(values) / len(values) if values else 0.0
-
-
-def _busy(r: RankSummary) -> float | None:
-    return mean_busy(r)
 
 
 def _idle(r: RankSummary) -> float | None:

@@ -58,7 +58,7 @@ def rank_comm(c: Collected, gpu: GpuWork, found: Steps, calls: list[CollectiveCa
         return None  # no communication kernels, and no gloo calls: NCCL calls whose kernels were not captured
     base = c.base or 0.0
     if has_comm_kernels:
-        devices = _gpu_spans(c, classes, clock.on_gpu() if clock is not None else None)
+        devices = _gpu_spans(c, classes, clock.on_gpu if clock is not None else None)
         busy = gpu.busy
     else:
         comm, compute = _cpu_spans(c, calls, tree, base)

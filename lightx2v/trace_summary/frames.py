@@ -184,6 +184,11 @@ class FrameIndex:
         return Enclosing(c.fr_thread, c.fr_ts, c.fr_dur, close_overlapped=True, same_end=same_end_us(latest))
 
     @cached_property
+    def running(self) -> frozenset[str]:
+        """The frame names on the stack when the capture began (``running_at_start``)."""
+        return running_at_start(self.c)
+
+    @cached_property
     def parent(self) -> array:
         parent = array("l", [NONE]) * len(self.c.fr_ts)
         for i, p in self.frames.walk():
@@ -201,7 +206,8 @@ def frame_tree(c: Collected, chain: LaunchChain, steps: Steps, tree: OpTree, mem
         return None
     frame_names = c.frame_kept
     keep = [not folded or frame_kind(n) != LIBRARY for n in frame_names]
-    frames = (index or FrameIndex(c)).frames
+    index = index or FrameIndex(c)
+    frames = index.frames
     b = _Builder(len(steps.steps))
     node_of = array("l", [0]) * len(c.fr_ts)
     fr_name = c.fr_name
@@ -260,7 +266,7 @@ def frame_tree(c: Collected, chain: LaunchChain, steps: Steps, tree: OpTree, mem
     for (node, n), us in cpu.items():
         b.cpu(node, op_names[n], us)
     device = _allocations(c, mem, b, frames, node_of, chain.ops, top_op, starts, ends) if mem is not None else ""
-    return b.tree(device, running_at_start(c))
+    return b.tree(device, index.running)
 
 
 def code_line(index: FrameIndex) -> Callable[[int, float, float], str] | None:
@@ -272,7 +278,6 @@ def code_line(index: FrameIndex) -> Callable[[int, float, float], str] | None:
     if not len(c.fr_ts):
         return None
     names, fr_name = c.frame_kept, c.fr_name
-    running = running_at_start(c)
 
     def where(thread: int, lo: float, hi: float) -> str:
         parent = index.parent
@@ -283,7 +288,7 @@ def code_line(index: FrameIndex) -> Callable[[int, float, float], str] | None:
             return ""
         name = names[fr_name[f]]
         at, function = location(name)
-        return shown(at, function, name, line_kind(name, running))
+        return shown(at, function, name, line_kind(name, index.running))
 
     return where
 

@@ -34,6 +34,7 @@ import math
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import compress, repeat
 from operator import add, lt, sub
 
@@ -54,12 +55,14 @@ class GpuClock:
     whole: bool = False  # the GPU clock itself is off the CPU's
     span: tuple[float, float] | None = None  # the trace's span without the off events (None: nothing off)
 
+    @cached_property
     def placed(self) -> list[bool] | None:
         """Per GPU event: its time lies on the CPU's timeline (None: every one's does)."""
         if self.off is None:
             return None
         return [False] * len(self.off) if self.whole else [not o for o in self.off]
 
+    @cached_property
     def on_gpu(self) -> list[bool] | None:
         """Per GPU event: its time is right among the GPU's own (None: every one's is; so too when only the whole
         clock is off)."""

@@ -93,7 +93,7 @@ def step_stats(c: Collected, busy: Intervals | None, is_kernel: list[bool], chai
     n = len(c.g_lo)
     g_lo, g_dur, g_name, launch_ts = c.g_lo, c.g_dur, c.g_name, chain.launch_ts
     of_gpu = array("l", [NONE]) * n
-    placed = clock.placed() if clock is not None else None
+    placed = clock.placed if clock is not None else None
     span_lo, span_hi = clock.span if clock is not None and clock.span is not None else (c.span_lo, c.span_hi)
     if c.cpu_steps:
         spans = sorted((lo, hi, name) for name, (lo, hi) in c.cpu_steps.items())
